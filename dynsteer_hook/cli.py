@@ -1,0 +1,182 @@
+"""The ``dynsteer`` command line.
+
+Subcommands: ``evaluate`` (a recorded event file), ``run`` (live ToolSandbox rollouts),
+``validate`` (a blueprint), ``schema`` (print a JSON Schema). Every user mistake ends in
+one sentence on stderr and exit status 2; a halted run is a result, not an error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from dynsteer_hook.config import EvaluatorConfig
+from dynsteer_hook.errors import DynsteerError, Halt
+
+EXIT_USAGE = 2
+
+
+def configure_logging(verbose: bool) -> None:
+    """Configure structlog once, for the command line (stderr, human-readable)."""
+    level = logging.DEBUG if verbose else logging.WARNING
+    structlog.configure(
+        processors=[
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso"),
+            structlog.dev.ConsoleRenderer(colors=False),
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(level),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        cache_logger_on_first_use=True,
+    )
+
+
+_THRESHOLD_FLAGS: dict[str, type] = {
+    "theta_pass": float,
+    "delta_margin": float,
+    "theta_low_u": float,
+    "theta_high_u": float,
+    "theta_warn": float,
+    "theta_fail": float,
+    "alpha": float,
+    "beta": float,
+    "n_stag": int,
+    "low_score_patience": int,
+    "structural_patience": int,
+    "max_tier": int,
+}
+
+
+def add_config_flags(p: argparse.ArgumentParser) -> None:
+    """Stop thresholds and rates as flags (defaults from ``EvaluatorConfig``)."""
+    g = p.add_argument_group("evaluator thresholds (defaults: see EvaluatorConfig)")
+    for name, kind in _THRESHOLD_FLAGS.items():
+        g.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, metavar=kind.__name__.upper())
+    g.add_argument("--set", dest="config_set", action="append", default=[], metavar="KEY=VALUE",
+                   help="any other EvaluatorConfig field, e.g. --set efficiency_step_penalty=0.1")
+
+
+def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
+    """An ``EvaluatorConfig`` with the flags given on the command line."""
+    overrides: dict[str, Any] = {k: getattr(args, k) for k in _THRESHOLD_FLAGS if getattr(args, k, None) is not None}
+    for item in getattr(args, "config_set", []) or []:
+        key, sep, raw = item.partition("=")
+        if not sep:
+            raise DynsteerError(f"--set {item!r} is not KEY=VALUE; write for example --set theta_fail=0.25")
+        try:
+            overrides[key.strip()] = json.loads(raw)
+        except json.JSONDecodeError:
+            overrides[key.strip()] = raw
+    return EvaluatorConfig().with_overrides(**overrides)
+
+
+def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from dynsteer_hook.evaluator import Evaluator
+    from dynsteer_hook.storage import AUDIT_LOG, JsonlSink, load_blueprint, read_events, write_report
+
+    bp = load_blueprint(args.blueprint)
+    config = config_from_args(args)
+    out = Path(args.report)
+    if out.exists() and not out.is_dir():
+        raise DynsteerError(f"report directory {out} is a file; pass a directory path with --report")
+    with JsonlSink(out / AUDIT_LOG) as sink:
+        evaluator = Evaluator(bp, config, sink=sink)
+        try:
+            for event in read_events(args.events):
+                evaluator.observe(event)
+        except Halt:
+            pass
+        report = evaluator.finish()
+    json_path, _ = write_report(report, out)
+    where = f" ({report.stop.reason} at k={report.stop.k}, t={report.stop.t})" if report.stop else ""
+    print(f"{report.task or Path(args.events).stem}: {report.outcome}{where}; score {report.score:.3f}; "
+          f"settled {len(report.settled)}/{len(report.settled) + len(report.unsettled)}; report {json_path}")
+    return 0
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from dynsteer_hook.storage import load_blueprint
+    from dynsteer_hook.validation import validate_blueprint
+
+    bp = load_blueprint(args.blueprint)
+    violations = validate_blueprint(bp, None, str(args.blueprint))
+    for v in violations:
+        print(str(v))
+    if violations:
+        return 1
+    print(f"{args.blueprint}: valid ({len(bp.milestones)} milestones, {len(bp.edges)} edges, {len(bp.minefields)} minefields)")
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    if args.which == "blueprint":
+        from dynsteer_hook.blueprint import blueprint_json_schema
+
+        schema = blueprint_json_schema()
+    elif args.which == "events":
+        from dynsteer_hook.events import event_record_schema
+
+        schema = event_record_schema()
+    else:
+        from dynsteer_hook.audit import Report
+
+        schema = Report.model_json_schema()
+    print(json.dumps(schema, indent=2))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(prog="dynsteer", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("evaluate", help="evaluate a recorded event file (JSONL) against a blueprint")
+    ev.add_argument("--blueprint", required=True, type=Path, help="blueprint JSON file")
+    ev.add_argument("--events", required=True, type=Path, help="event file, one JSON record per line")
+    ev.add_argument("--report", required=True, type=Path, help="directory for the audit log and reports")
+    add_config_flags(ev)
+    ev.set_defaults(func=_cmd_evaluate)
+
+    va = sub.add_parser("validate", help="check a blueprint's contracts against its own tool catalog")
+    va.add_argument("blueprint", type=Path)
+    va.set_defaults(func=_cmd_validate)
+
+    sc = sub.add_parser("schema", help="print a JSON Schema")
+    sc.add_argument("which", choices=["blueprint", "events", "report"])
+    sc.set_defaults(func=_cmd_schema)
+
+    try:
+        from dynsteer_hook.toolsandbox.cli import add_run_parser
+    except ImportError:  # pragma: no cover - the package ships the subpackage
+        pass
+    else:
+        add_run_parser(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``dynsteer`` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.verbose)
+    try:
+        code: int = args.func(args)
+    except DynsteerError as exc:
+        print(f"dynsteer: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("dynsteer: interrupted; files written so far are kept", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

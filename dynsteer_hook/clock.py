@@ -1,0 +1,118 @@
+"""The dual clock: raw events (k) and closed actions (t).
+
+k advances on every event. t advances when an action reaches semantic closure: every
+tool call the agent issued has its result and the agent has yielded control (issuing the
+calls, or speaking to the user). Parallel calls stay in one action until the last result
+arrives. User tool calls (ending the conversation) and messages tick k only.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from dynsteer_hook.events import AgentMessage, Event, StateChange, ToolCall, ToolResult
+
+
+@dataclass(frozen=True, slots=True)
+class CallOutcome:
+    """A tool call and, once it came, its result, with their raw-clock positions."""
+
+    k_call: int
+    call: ToolCall
+    k_result: int | None = None
+    result: ToolResult | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Whether the call has no result or raised."""
+        return self.result is None or self.result.exception is not None
+
+
+@dataclass(frozen=True, slots=True)
+class ClosedAction:
+    """One closed agent action a_t: a batch of answered calls, or a message to the user."""
+
+    t: int
+    k_start: int
+    k_end: int
+    calls: tuple[CallOutcome, ...] = ()
+    message: AgentMessage | None = None
+
+    @property
+    def kind(self) -> str:
+        """'tool' when the action made calls, else 'message'."""
+        return "tool" if self.calls else "message"
+
+    @property
+    def state_changes(self) -> tuple[StateChange, ...]:
+        """Every database change the action's calls caused."""
+        return tuple(c for o in self.calls if o.result is not None for c in o.result.state_changes)
+
+
+@dataclass(slots=True)
+class _Open:
+    k_start: int
+    calls: list[CallOutcome] = field(default_factory=list)
+    pending: dict[str, deque[int]] = field(default_factory=dict)
+    message: AgentMessage | None = None
+
+    def n_pending(self) -> int:
+        return sum(len(q) for q in self.pending.values())
+
+
+class DualClock:
+    """Counts raw events and detects closed actions."""
+
+    __slots__ = ("_open", "k", "orphan_results", "t")
+
+    def __init__(self) -> None:
+        self.k = 0
+        self.t = 0
+        self._open: _Open | None = None
+        self.orphan_results = 0
+
+    @property
+    def pending_calls(self) -> tuple[ToolCall, ...]:
+        """Agent calls issued and not yet answered."""
+        if self._open is None:
+            return ()
+        return tuple(self._open.calls[i].call for q in self._open.pending.values() for i in q)
+
+    def tick(self, event: Event) -> ClosedAction | None:
+        """Advance k for ``event``; return the action it closes, if any."""
+        self.k += 1
+        k = self.k
+        if isinstance(event, ToolCall):
+            if event.actor != "agent":
+                return None
+            if self._open is None:
+                self._open = _Open(k_start=k)
+            self._open.calls.append(CallOutcome(k, event))
+            self._open.pending.setdefault(event.call_id, deque()).append(len(self._open.calls) - 1)
+            return None
+        if isinstance(event, ToolResult):
+            op = self._open
+            queue = op.pending.get(event.call_id) if op is not None else None
+            if op is None or not queue:
+                self.orphan_results += 1  # a user call's result, or an unmatched id
+                return None
+            i = queue.popleft()
+            if not queue:
+                del op.pending[event.call_id]
+            o = op.calls[i]
+            op.calls[i] = CallOutcome(o.k_call, o.call, k, event)
+            return self._close(k) if op.n_pending() == 0 else None
+        if isinstance(event, AgentMessage):
+            if self._open is not None and self._open.n_pending():
+                self._open.message = event
+                return None
+            self._open = _Open(k_start=k, message=event)
+            return self._close(k)
+        return None
+
+    def _close(self, k: int) -> ClosedAction:
+        assert self._open is not None
+        op, self._open = self._open, None
+        self.t += 1
+        return ClosedAction(self.t, op.k_start, k, tuple(op.calls), op.message)

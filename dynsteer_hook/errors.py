@@ -1,0 +1,54 @@
+"""One exception tree for the package, plus the halt signal.
+
+User mistakes (a bad blueprint file, a bad flag, an unreadable event file) are
+``DynsteerError`` leaves whose message is one sentence naming the input and the fix.
+The halt signal is not an error: it derives from ``BaseException`` so that an agent
+loop's ``except Exception`` cannot swallow it.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from dynsteer_hook.audit import StopRecord
+
+
+class DynsteerError(Exception):
+    """Root of every error this package raises on purpose."""
+
+
+class BlueprintError(DynsteerError):
+    """A blueprint file or object is malformed or violates its contract."""
+
+
+class EventFileError(DynsteerError):
+    """An event file (JSONL trace) cannot be read or has a malformed record."""
+
+
+class ConsensusError(DynsteerError):
+    """Consensus could not produce a blueprint (for example, no valid candidate)."""
+
+
+class ConfigError(DynsteerError):
+    """A configuration value is out of range or inconsistent."""
+
+
+class ScenarioError(DynsteerError):
+    """A scenario, script or runner input is unknown or malformed."""
+
+
+class LLMError(DynsteerError):
+    """A language-model call failed in a way its caller must handle."""
+
+
+class Halt(BaseException):
+    """Raised inside a live rollout when the evaluator decides to stop it.
+
+    Attributes:
+        stop: The stop record: reason, clock values, anchor and causal dimension.
+    """
+
+    def __init__(self, stop: StopRecord) -> None:
+        super().__init__(f"dynsteer halt: {stop.reason} at k={stop.k}, t={stop.t}: {stop.detail}")
+        self.stop = stop

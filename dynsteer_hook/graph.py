@@ -1,0 +1,151 @@
+"""Graph algorithms on the milestone DAG: augmented entry s0, dominators, reduction, frontier.
+
+Pure functions in the networkx manner: they check preconditions first and never mutate
+their input. ``FrontierTracker`` is the one stateful helper, owned by the evaluator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import networkx as nx
+
+from dynsteer_hook.blueprint import Blueprint
+
+START = "<s0>"
+"""The augmented entry node s0 (cannot collide with milestone ids, which exclude '<')."""
+
+
+def milestone_graph(bp: Blueprint) -> nx.DiGraph:
+    """The precedence DAG of a blueprint: one node per milestone, edges from ``bp.edges``."""
+    g = nx.DiGraph()
+    for m in bp.milestones:
+        g.add_node(m.id)
+    for e in bp.edges:
+        g.add_edge(e.source, e.target)
+    return g
+
+
+def augmented(g: nx.DiGraph, start: str = START) -> nx.DiGraph:
+    """A copy of ``g`` with entry ``start`` linked to every node without predecessors."""
+    if start in g:
+        raise ValueError(f"graph already has a node named {start!r}")
+    h = nx.DiGraph(g)
+    h.add_node(start)
+    for n in list(g.nodes):
+        if g.in_degree(n) == 0:
+            h.add_edge(start, n)
+    return h
+
+
+def immediate_dominators(g: nx.DiGraph, start: str = START) -> dict[str, str]:
+    """idom(n) for every node reachable from ``start`` except ``start`` itself.
+
+    networkx before 3.6 maps ``start`` to itself and 3.6 and later leave it out; this
+    function returns the same mapping under both.
+    """
+    if start not in g:
+        raise ValueError(f"start node {start!r} is not in the graph")
+    raw = nx.immediate_dominators(g, start)
+    return {n: d for n, d in raw.items() if n != start}
+
+
+def dominator_map(bp: Blueprint) -> dict[str, str]:
+    """idom of every milestone in the s0-augmented blueprint graph (s0 appears as ``START``)."""
+    g = milestone_graph(bp)
+    if not nx.is_directed_acyclic_graph(g):
+        raise ValueError("blueprint graph has a cycle; validate it before computing dominators")
+    return immediate_dominators(augmented(g))
+
+
+def find_cycle(g: nx.DiGraph) -> list[str] | None:
+    """Nodes of one directed cycle, or ``None`` for a DAG."""
+    try:
+        edges = nx.find_cycle(g, orientation="original")
+    except nx.NetworkXNoCycle:
+        return None
+    return [str(u) for u, *_ in edges]
+
+
+def transitive_reduction(g: nx.DiGraph) -> nx.DiGraph:
+    """Transitive reduction of a DAG that keeps node and edge attributes.
+
+    ``networkx.transitive_reduction`` returns a graph without data; the data is copied back.
+    """
+    if not nx.is_directed_acyclic_graph(g):
+        raise ValueError("transitive reduction needs a DAG")
+    tr = nx.transitive_reduction(g)
+    tr.add_nodes_from(g.nodes(data=True))
+    tr.add_edges_from((u, v, g.edges[u, v]) for u, v in tr.edges)
+    return tr
+
+
+def strict_ancestors(g: nx.DiGraph, node: str) -> set[str]:
+    """Nodes with a path to ``node`` (not ``node`` itself)."""
+    return set(nx.ancestors(g, node))
+
+
+class FrontierTracker:
+    """The ready frontier F_t (eq. 4), updated incrementally as milestones settle."""
+
+    __slots__ = ("_frontier", "_order", "_preds", "_settled", "_succs", "_waiting")
+
+    def __init__(self, order: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:
+        self._order: dict[str, int] = {m: i for i, m in enumerate(order)}
+        self._preds: dict[str, set[str]] = {m: set() for m in self._order}
+        self._succs: dict[str, set[str]] = {m: set() for m in self._order}
+        for u, v in edges:
+            self._preds[v].add(u)
+            self._succs[u].add(v)
+        self._waiting: dict[str, int] = {m: len(p) for m, p in self._preds.items()}
+        self._settled: set[str] = set()
+        self._frontier: set[str] = {m for m, w in self._waiting.items() if w == 0}
+
+    @classmethod
+    def for_blueprint(cls, bp: Blueprint) -> FrontierTracker:
+        """A tracker over the blueprint's milestones and edges."""
+        return cls((m.id for m in bp.milestones), ((e.source, e.target) for e in bp.edges))
+
+    def frontier(self) -> list[str]:
+        """Ready milestones in blueprint order."""
+        return sorted(self._frontier, key=self._order.__getitem__)
+
+    def is_ready(self, milestone: str) -> bool:
+        """Whether ``milestone`` is on the frontier."""
+        return milestone in self._frontier
+
+    @property
+    def settled(self) -> frozenset[str]:
+        """Milestones settled so far."""
+        return frozenset(self._settled)
+
+    def predecessors(self, milestone: str) -> set[str]:
+        """Direct predecessors of ``milestone``."""
+        return set(self._preds[milestone])
+
+    def settle(self, milestone: str) -> None:
+        """Mark a ready milestone settled and release its successors."""
+        if milestone not in self._frontier:
+            raise ValueError(f"milestone {milestone!r} is not on the ready frontier")
+        self._frontier.discard(milestone)
+        self._settled.add(milestone)
+        for s in self._succs[milestone]:
+            self._waiting[s] -= 1
+            if self._waiting[s] == 0:
+                self._frontier.add(s)
+
+    def done(self) -> bool:
+        """Whether every milestone is settled."""
+        return len(self._settled) == len(self._order)
+
+
+def ancestor_sets(g: nx.DiGraph) -> Mapping[str, frozenset[str]]:
+    """Strict ancestors of every node of a DAG, computed once."""
+    result: dict[str, frozenset[str]] = {}
+    for n in nx.topological_sort(g):
+        acc: set[str] = set()
+        for p in g.predecessors(n):
+            acc.add(p)
+            acc |= result[p]
+        result[n] = frozenset(acc)
+    return result

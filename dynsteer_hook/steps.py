@@ -1,0 +1,76 @@
+"""Annotated steps: what the evaluator knows about each closed action, once, for every judge."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dynsteer_hook.catalog import ArgIssue
+from dynsteer_hook.events import StateChange
+
+_STRUCTURAL_EXCEPTION = re.compile(
+    r"TypeError|SyntaxError|NameError|IndentationError|JSONDecodeError|ValidationError|"
+    r"unexpected keyword argument|missing \d+ required|code was incomplete|not a known allowed tool"
+)
+
+
+def is_structural_exception(text: str | None) -> bool:
+    """Whether a tool exception says the call itself was malformed (not a runtime failure)."""
+    return bool(text) and _STRUCTURAL_EXCEPTION.search(text or "") is not None
+
+
+@dataclass(frozen=True, slots=True)
+class CallFacts:
+    """One agent tool call with everything the rules need to know about it."""
+
+    k_call: int
+    k_result: int | None
+    tool: str
+    canonical_tool: str | None
+    arguments: Mapping[str, Any] | None
+    raw_arguments: str | None
+    result: Any
+    exception: str | None
+    issues: tuple[ArgIssue, ...]
+    fatal_near: tuple[str, ...]
+    warnings: tuple[str, ...]
+    repeated_of: int | None
+    state_changes: tuple[StateChange, ...]
+    settled: str | None
+    out_of_order: tuple[str, ...]
+    grounding_upto: int = 0
+
+    @property
+    def structural(self) -> bool:
+        """Malformed call: unparseable, unknown tool, schema violation or argument type error."""
+        return bool(self.issues) or is_structural_exception(self.exception)
+
+    @property
+    def ok(self) -> bool:
+        """Answered without an exception."""
+        return self.k_result is not None and self.exception is None
+
+    @property
+    def mutated(self) -> bool:
+        """Whether the call changed any database."""
+        return any(not c.empty for c in self.state_changes)
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """A closed action a_t as judges see it."""
+
+    t: int
+    k_start: int
+    k_end: int
+    kind: str
+    calls: tuple[CallFacts, ...]
+    message: str | None
+    settled: tuple[str, ...]
+    anchor: bool = False
+
+    def as_anchor(self) -> Step:
+        """The same step marked as the window's dominator anchor (context only)."""
+        return Step(self.t, self.k_start, self.k_end, self.kind, self.calls, self.message, self.settled, True)

@@ -1,0 +1,99 @@
+"""Execution-time stop criteria checked at every closed action.
+
+A stop rule is a callable ``rule(ctx) -> StopDecision | None``. The evaluator takes a
+list of them, so a user can add a rule without touching the core. Fatal minefield
+interception is not here: it fires on the raw clock, before a call executes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from dynsteer_hook.config import EvaluatorConfig
+
+
+@dataclass(frozen=True, slots=True)
+class StopContext:
+    """The evaluator's state after closed action t, as stop rules see it."""
+
+    k: int
+    t: int
+    config: EvaluatorConfig
+    frontier: tuple[str, ...]
+    frontier_anchor: str
+    stage_milestone: str | None
+    stage_anchor: str | None
+    stage_score: float | None
+    stage_weakest: str | None
+    stage_first_cited: tuple[int, int] | None
+    low_streak: int
+    stagnation: int
+    stagnation_since: tuple[int, int] | None
+    structural_streak: int
+    structural_since: tuple[int, int] | None
+    structural_detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class StopDecision:
+    """A rule's decision to stop, with its causal dimension and blamed (k, t)."""
+
+    reason: str
+    anchor: str
+    dimension: str
+    detail: str
+    blamed: tuple[int, int] | None
+
+
+class StopRule(Protocol):
+    """One stop criterion."""
+
+    def __call__(self, ctx: StopContext) -> StopDecision | None:
+        """Return a decision to stop, or ``None`` to go on."""
+        ...
+
+
+def structural_failure(ctx: StopContext) -> StopDecision | None:
+    """Repeated unparseable payloads or schema errors (criterion 2)."""
+    if ctx.structural_streak < ctx.config.structural_patience:
+        return None
+    return StopDecision(
+        "structural_failure",
+        ctx.frontier_anchor,
+        "tool_compliance",
+        f"{ctx.structural_streak} consecutive malformed tool calls; last: {ctx.structural_detail}",
+        ctx.structural_since,
+    )
+
+
+def low_score(ctx: StopContext) -> StopDecision | None:
+    """Persistent low quality: ``low_score_patience`` stages in a row under theta_fail (criterion 3)."""
+    if ctx.stage_score is None or ctx.low_streak < ctx.config.low_score_patience:
+        return None
+    return StopDecision(
+        "low_score",
+        ctx.stage_anchor or ctx.frontier_anchor,
+        ctx.stage_weakest or "correctness",
+        f"stage {ctx.stage_milestone} scored {ctx.stage_score:.3f} < theta_fail={ctx.config.theta_fail} "
+        f"({ctx.low_streak} low stage(s) in a row)",
+        ctx.stage_first_cited,
+    )
+
+
+def frontier_stagnation(ctx: StopContext) -> StopDecision | None:
+    """N_stag closed actions in a row without advancing the ready frontier (criterion 4)."""
+    if not ctx.frontier or ctx.stagnation < ctx.config.n_stag:
+        return None
+    return StopDecision(
+        "frontier_stagnation",
+        ctx.frontier_anchor,
+        "efficiency",
+        f"{ctx.stagnation} closed actions without settling any of {list(ctx.frontier)}",
+        ctx.stagnation_since,
+    )
+
+
+DEFAULT_STOP_RULES: Sequence[StopRule] = (structural_failure, low_score, frontier_stagnation)
+"""Checked in this order; the first decision wins."""
