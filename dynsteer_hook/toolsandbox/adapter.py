@@ -1,0 +1,235 @@
+"""The middleware inside ToolSandbox's execution loop.
+
+``Scenario.play`` calls ``roles[recipient].respond()`` until the conversation ends. Each
+role is wrapped in a ``GuardedRole``: after the role appended its SANDBOX rows, the rows
+are mapped to the core's events (raw clock k) and fed to the evaluator. An agent's tool
+call rows are fed before the execution environment gets its turn, so a fatal minefield
+halts the run before the call executes. A ``Halt`` raised by the evaluator stops the
+rollout there: the conversation is marked inactive, ``play`` returns normally, and
+ToolSandbox evaluates and stores the partial trajectory.
+
+Nothing here holds an ``ExecutionContext``: parallel tool calls are executed on deep
+copies and the current context is swapped globally, so it is always re-read.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import polars as pl
+from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType, get_current_context
+from tool_sandbox.roles.base_role import BaseRole
+
+from dynsteer_hook.audit import StopRecord
+from dynsteer_hook.errors import Halt
+from dynsteer_hook.events import (
+    AgentMessage,
+    Event,
+    StateChange,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+
+STATE_NAMESPACES = (
+    DatabaseNamespace.SETTING,
+    DatabaseNamespace.CONTACT,
+    DatabaseNamespace.MESSAGING,
+    DatabaseNamespace.REMINDER,
+)
+_CALL = re.compile(r"^(?P<id>.+?)_parameters = (?P<args>[^\n]*)\n(?P=id)_response = (?P<name>[^(\n]+)\(")
+
+Snapshots = dict[str, pl.DataFrame]
+
+
+def parse_call_code(code: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
+    """(function name, arguments, raw payload) of a ToolSandbox tool-call code string."""
+    m = _CALL.match(code or "")
+    if m is None:
+        return None, None, code
+    name = m.group("name").strip()
+    try:
+        value = ast.literal_eval(m.group("args"))
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return name, None, m.group("args")
+    if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+        return name, value, None
+    return name, None, value if isinstance(value, str) else repr(value)
+
+
+def snapshot_databases() -> Snapshots:
+    """Current snapshot of every world-state table (polars frames are immutable: no copy)."""
+    ctx = get_current_context()
+    return {str(ns): ctx.get_database(ns) for ns in STATE_NAMESPACES}
+
+
+def _table_change(namespace: str, before: pl.DataFrame, after: pl.DataFrame) -> StateChange | None:
+    if before.equals(after):
+        return None
+    b_rows, a_rows = before.to_dicts(), after.to_dicts()
+    key = before.columns[0] if before.columns else None
+    b_keys = [r[key] for r in b_rows] if key else []
+    a_keys = [r[key] for r in a_rows] if key else []
+    if key and len(set(b_keys)) == len(b_keys) and len(set(a_keys)) == len(a_keys):
+        b_by, a_by = dict(zip(b_keys, b_rows, strict=True)), dict(zip(a_keys, a_rows, strict=True))
+        added = tuple(r for k, r in a_by.items() if k not in b_by)
+        removed = tuple(r for k, r in b_by.items() if k not in a_by)
+        updated = tuple((b_by[k], r) for k, r in a_by.items() if k in b_by and b_by[k] != r)
+    else:  # duplicate keys: a multiset difference of whole rows
+        def frozen(r: dict[str, Any]) -> str:
+            return json.dumps(r, sort_keys=True, default=str)
+
+        b_count, a_count = Counter(frozen(r) for r in b_rows), Counter(frozen(r) for r in a_rows)
+        added = tuple(json.loads(x) for x in (a_count - b_count).elements())
+        removed = tuple(json.loads(x) for x in (b_count - a_count).elements())
+        updated = ()
+    change = StateChange(namespace, added, removed, updated)
+    return None if change.empty else change
+
+
+def state_changes(before: Snapshots, after: Snapshots) -> tuple[StateChange, ...]:
+    """Row-level changes between two world-state snapshots."""
+    out: list[StateChange] = []
+    for ns, b in before.items():
+        c = _table_change(ns, b, after[ns])
+        if c is not None:
+            out.append(c)
+    return tuple(out)
+
+
+def _result_value(row: dict[str, Any]) -> Any:
+    trace = row.get("tool_trace")
+    if trace:
+        try:
+            return json.loads(trace[0]).get("result")
+        except (json.JSONDecodeError, AttributeError, IndexError):
+            pass
+    return None if row.get("tool_call_exception") else row.get("content")
+
+
+class RowMapper:
+    """Maps SANDBOX rows to core events (skipping the user simulator's private rows)."""
+
+    def __init__(self) -> None:
+        self._user_call = 0
+        self._last_user_call: str | None = None
+
+    def map(self, row: dict[str, Any], changes: tuple[StateChange, ...] = ()) -> Event | None:
+        """The event of one row, or ``None`` for rows the agent never sees or acts on."""
+        sender, recipient = str(row["sender"]), str(row["recipient"])
+        visible = row.get("visible_to")
+        if visible is not None and list(map(str, visible)) == [str(RoleType.USER)]:
+            return None  # user-simulator few-shot examples
+        content = row.get("content") or ""
+        if sender == RoleType.SYSTEM:
+            return SystemMessage(content) if recipient == RoleType.AGENT else None
+        if sender == RoleType.USER and recipient == RoleType.AGENT:
+            return UserMessage(content)
+        if sender == RoleType.AGENT and recipient == RoleType.USER:
+            return AgentMessage(content)
+        if sender == RoleType.AGENT and recipient == RoleType.EXECUTION_ENVIRONMENT:
+            name, args, raw = parse_call_code(content)
+            agent_name = row.get("openai_function_name") or name or "?"
+            return ToolCall(
+                call_id=row.get("openai_tool_call_id") or f"agent:{row.get('sandbox_message_index')}",
+                tool=agent_name,
+                arguments=args,
+                raw_arguments=raw,
+                canonical_tool=name if name and name != agent_name else None,
+            )
+        if sender == RoleType.EXECUTION_ENVIRONMENT and recipient == RoleType.AGENT:
+            return ToolResult(
+                call_id=row.get("openai_tool_call_id") or "?",
+                result=_result_value(row),
+                exception=row.get("tool_call_exception"),
+                state_changes=changes,
+            )
+        if sender == RoleType.USER and recipient == RoleType.EXECUTION_ENVIRONMENT:
+            self._user_call += 1
+            self._last_user_call = f"user:{self._user_call}"
+            name, args, raw = parse_call_code(content)
+            return ToolCall(self._last_user_call, name or "?", args, raw, None, actor="user")
+        if sender == RoleType.EXECUTION_ENVIRONMENT and recipient == RoleType.USER:
+            return ToolResult(self._last_user_call or "user:?", _result_value(row), row.get("tool_call_exception"), changes)
+        return None
+
+
+def end_conversation_now() -> None:
+    """Mark the last SANDBOX row inactive, so ``Scenario.play`` stops after this turn."""
+    ctx = get_current_context()
+    last = ctx.get_database(DatabaseNamespace.SANDBOX)
+    if last.is_empty() or not last["conversation_active"][-1]:
+        return
+    ctx.update_database(DatabaseNamespace.SANDBOX, last.with_columns(pl.lit(False).alias("conversation_active")))
+
+
+class RolloutSession:
+    """Feeds one rollout's SANDBOX rows to a sink of events, in order, each exactly once.
+
+    Args:
+        on_event: Called with every mapped event (the evaluator's ``observe`` plus logging);
+            it may raise ``Halt``.
+    """
+
+    def __init__(self, on_event: Callable[[Event], object]) -> None:
+        self._on_event = on_event
+        self._mapper = RowMapper()
+        self._last_index = -1
+        self.stop: StopRecord | None = None
+        self.rows_seen = 0
+
+    def sync(self, before: Snapshots | None = None) -> None:
+        """Feed rows appended since the last sync; the first result row carries the state change."""
+        ctx = get_current_context()
+        db = ctx.get_database(DatabaseNamespace.SANDBOX, get_all_history_snapshots=True, drop_sandbox_message_index=False)
+        new = db.filter(pl.col("sandbox_message_index") > self._last_index)
+        if new.is_empty():
+            return
+        pending_changes = state_changes(before, snapshot_databases()) if before is not None else ()
+        for row in new.iter_rows(named=True):
+            self._last_index = int(row["sandbox_message_index"])
+            self.rows_seen += 1
+            is_result = str(row["sender"]) == RoleType.EXECUTION_ENVIRONMENT
+            event = self._mapper.map(row, pending_changes if is_result else ())
+            if is_result:
+                pending_changes = ()
+            if event is not None:
+                self._on_event(event)
+
+
+class GuardedRole(BaseRole):
+    """Wraps a ToolSandbox role: after it responds, its rows go through the evaluator."""
+
+    def __init__(self, inner: BaseRole, session: RolloutSession) -> None:
+        self.inner = inner
+        self.session = session
+        self.role_type = inner.role_type
+
+    def respond(self, ending_index: int | None = None) -> None:
+        session = self.session
+        if session.stop is not None:
+            end_conversation_now()
+            return
+        try:
+            session.sync()  # rows present before this turn (the scenario's opening messages)
+            before = snapshot_databases() if self.role_type == RoleType.EXECUTION_ENVIRONMENT else None
+            self.inner.respond(ending_index=ending_index)
+            session.sync(before)
+        except Halt as halt:
+            session.stop = halt.stop
+            end_conversation_now()
+
+    def reset(self) -> None:
+        self.inner.reset()
+
+    def teardown(self) -> None:
+        self.inner.teardown()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)

@@ -1,0 +1,353 @@
+"""Run ToolSandbox scenarios with the native evaluator or with dynsteer live in the loop.
+
+``run_scenario`` lives at module level so that the ``spawn`` worker processes of a
+parallel run import it and build their own roles, evaluator and session. Its result has
+the keys of ToolSandbox's own per-scenario results, plus a ``dynsteer`` block.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import multiprocessing
+import random
+import subprocess
+import time
+import traceback
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from tool_sandbox.common.execution_context import RoleType, ScenarioCategories
+from tool_sandbox.common.scenario import Scenario
+from tool_sandbox.roles.base_role import BaseRole
+from tool_sandbox.roles.execution_environment import ExecutionEnvironment
+
+from dynsteer_hook.audit import Report
+from dynsteer_hook.config import EvaluatorConfig
+from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.evaluator import Evaluator
+from dynsteer_hook.events import Event
+from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint, write_json_atomic, write_report
+from dynsteer_hook.toolsandbox.adapter import GuardedRole, RolloutSession
+from dynsteer_hook.toolsandbox.public_view import public_view
+from dynsteer_hook.toolsandbox.roles import AGENTS, SCRIPTED, USERS
+from dynsteer_hook.toolsandbox.scripted import ScriptedAgent, ScriptedUser, load_script
+
+EVENTS_FILE = "dynsteer_events.jsonl"
+SUMMARY_FILE = "dynsteer_summary.json"
+
+# The scenarios ToolSandbox plays with --test_mode.
+TEST_SCENARIO_NAMES = [
+    "send_message_with_contact_content_cellular_off_multiple_user_turn",
+    "send_message_with_contact_content_cellular_off_multiple_user_turn_10_distraction_tools",
+    "send_message_with_contact_content_cellular_off_3_distraction_tools_arg_description_scrambled",
+]
+
+_AUGMENTED = {
+    ScenarioCategories.TOOL_NAME_SCRAMBLED,
+    ScenarioCategories.TOOL_DESCRIPTION_SCRAMBLED,
+    ScenarioCategories.ARG_DESCRIPTION_SCRAMBLED,
+    ScenarioCategories.ARG_TYPE_SCRAMBLED,
+    ScenarioCategories.ARG_NAME_SCRAMBLED,
+}
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything a worker needs to play one scenario (picklable)."""
+
+    agent: str
+    user: str
+    evaluator: str = "dynsteer"
+    blueprint_dir: Path | None = None
+    script: Path | None = None
+    config: EvaluatorConfig = field(default_factory=EvaluatorConfig)
+    write_events: bool = True
+
+
+def default_blueprint_dir() -> Path:
+    """The repository's ``blueprints/toolsandbox`` folder."""
+    return Path(__file__).resolve().parents[2] / "blueprints" / "toolsandbox"
+
+
+def blueprint_path(directory: Path, name: str) -> Path:
+    """Where the blueprint of scenario ``name`` lives."""
+    return directory / f"{name}.json"
+
+
+def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRole], ScriptedAgent | None]:
+    scripted_agent: ScriptedAgent | None = None
+    script = load_script(options.script) if options.script else {}
+    if options.agent == SCRIPTED or options.user == SCRIPTED:
+        if name not in script:
+            raise ScenarioError(f"the script {options.script} has no entry for scenario {name!r}")
+    if options.agent == SCRIPTED:
+        scripted_agent = ScriptedAgent(script[name].agent)
+        agent: BaseRole = scripted_agent
+    else:
+        agent = AGENTS[options.agent].build()
+    user: BaseRole = ScriptedUser(script[name].user) if options.user == SCRIPTED else USERS[options.user].build()
+    return {RoleType.USER: user, RoleType.EXECUTION_ENVIRONMENT: ExecutionEnvironment(), RoleType.AGENT: agent}, scripted_agent
+
+
+def _crash_result(name: str, scenario: Scenario, exc: BaseException) -> dict[str, Any]:
+    return {
+        "name": name,
+        "categories": scenario.categories,
+        "traceback": traceback.format_exc(),
+        "exception_type": type(exc).__name__,
+        "milestone_similarity": 0,
+        "minefield_similarity": 0,
+        "similarity": 0,
+        "turn_count": scenario.max_messages,
+        "milestone_mapping": {},
+        "minefield_mapping": {},
+    }
+
+
+def _dynsteer_block(report: Report, session: RolloutSession, scripted: ScriptedAgent | None, scenario: Scenario,
+                    seconds: float, evaluator_seconds: float, stale: bool) -> dict[str, Any]:
+    tiers: Counter[str] = Counter()
+    for st in report.stages:
+        for use in st.tiers.values():
+            tiers[str(use.used)] += 1
+    remaining = None
+    if scripted is not None and report.halted:
+        remaining = max(0, len(scripted.steps) - scripted.turn) + 1  # plus the closing "done" message
+    stop = report.stop
+    return {
+        "outcome": report.outcome,
+        "halted": report.halted,
+        "stop": None if stop is None else {
+            "reason": stop.reason, "k": stop.k, "t": stop.t, "anchor": stop.anchor, "dimension": stop.dimension,
+        },
+        "score": report.score,
+        "settled": report.settled,
+        "unsettled": report.unsettled,
+        "first_error": None if report.first_error is None else {"k": report.first_error.k, "t": report.first_error.t},
+        "stage_dimensions_by_tier": dict(sorted(tiers.items())),
+        "stages": len(report.stages),
+        "k": report.k,
+        "t": report.t,
+        "rows_seen": session.rows_seen,
+        "max_messages": scenario.max_messages,
+        "scripted_steps_not_played": remaining,
+        "rollout_seconds": round(seconds, 4),
+        "evaluator_seconds": round(evaluator_seconds, 4),
+        "blueprint": report.blueprint.get("sha256_16"),
+        "blueprint_stale": stale,
+    }
+
+
+def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions, output_directory: Path) -> dict[str, Any]:
+    """Play and evaluate one scenario; never raises for a failing rollout (it is recorded)."""
+    name, scenario = name_and_scenario
+    output_directory.mkdir(parents=True, exist_ok=True)
+    roles, scripted = _build_roles(name, options)
+    if options.evaluator != "dynsteer":
+        return _play(name, scenario, roles, output_directory)
+
+    trajectory = output_directory / "trajectories" / name
+    trajectory.mkdir(parents=True, exist_ok=True)
+    directory = options.blueprint_dir or default_blueprint_dir()
+    bp = load_blueprint(blueprint_path(directory, name))
+    prov = bp.provenance
+    stale = bool(prov and prov.public_view_hash and prov.public_view_hash != public_view(name, scenario).digest())
+    spent = [0.0]
+    with JsonlSink(trajectory / AUDIT_LOG) as sink:
+        evaluator = Evaluator(bp, options.config, sink=sink)
+        log = EventLog(trajectory / EVENTS_FILE) if options.write_events else None
+        if log is not None:
+            log.meta(task=name, blueprint=str(blueprint_path(directory, name).name))
+
+        def on_event(event: Event) -> None:
+            start = time.perf_counter()
+            try:
+                if log is not None:
+                    log.write(event)
+                evaluator.observe(event)
+            finally:
+                spent[0] += time.perf_counter() - start
+
+        session = RolloutSession(on_event)
+        guarded: dict[RoleType, BaseRole] = {rt: GuardedRole(role, session) for rt, role in roles.items()}
+        start = time.perf_counter()
+        try:
+            result = _play(name, scenario, guarded, output_directory)
+        finally:
+            seconds = time.perf_counter() - start
+            report = evaluator.finish()
+            write_report(report, trajectory)
+            if log is not None:
+                log.close()
+    result["dynsteer"] = _dynsteer_block(report, session, scripted, scenario, seconds, spent[0], stale)
+    return result
+
+
+def _play(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], output_directory: Path) -> dict[str, Any]:
+    try:
+        result = scenario.play_and_evaluate(roles=roles, output_directory=output_directory, scenario_name=name)
+        ev = result.evaluation_result
+        return {
+            "name": name,
+            "categories": scenario.categories,
+            "traceback": None,
+            "exception_type": None,
+            "milestone_similarity": ev.milestone_similarity,
+            "minefield_similarity": ev.minefield_similarity,
+            "similarity": ev.similarity,
+            "turn_count": ev.turn_count,
+            "milestone_mapping": ev.milestone_mapping,
+            "minefield_mapping": ev.minefield_mapping,
+        }
+    except Exception as exc:  # noqa: BLE001 - a crashing rollout is a result, as in ToolSandbox
+        return _crash_result(name, scenario, exc)
+    finally:
+        for role in roles.values():
+            role.teardown()
+
+
+def category_summary(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Mean similarity and turn count per scenario category (augmented variants are not
+    counted again under THREE_DISTRACTION_TOOLS), and over all categories."""
+    acc: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    for r in results:
+        cats = set(r["categories"])
+        for cat in r["categories"]:
+            if cat == ScenarioCategories.THREE_DISTRACTION_TOOLS and cats & _AUGMENTED:
+                continue
+            acc[str(cat)]["similarity"].append(r["similarity"])
+            acc[str(cat)]["turn_count"].append(r["turn_count"])
+        acc["ALL_CATEGORIES"]["similarity"].append(r["similarity"])
+        acc["ALL_CATEGORIES"]["turn_count"].append(r["turn_count"])
+    return {cat: {k: sum(v) / len(v) for k, v in vals.items()} for cat, vals in acc.items()}
+
+
+def _git_sha() -> str | None:
+    try:
+        sha = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "diff", "--exit-code", "--quiet"], capture_output=True).returncode == 1
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return sha + (" + local changes" if dirty else "")
+
+
+def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-run summary of the dynsteer evaluator over all scenarios."""
+    blocks = [(r["name"], r, r.get("dynsteer")) for r in results]
+    halts: Counter[str] = Counter()
+    tiers: Counter[str] = Counter()
+    outcome: Counter[str] = Counter()
+    steps_saved = 0
+    per: list[dict[str, Any]] = []
+    for name, r, d in blocks:
+        if d is None:
+            continue
+        outcome[d["outcome"]] += 1
+        if d["halted"]:
+            halts[d["stop"]["reason"]] += 1
+            steps_saved += d["scripted_steps_not_played"] or 0
+        for tier, n in d["stage_dimensions_by_tier"].items():
+            tiers[tier] += n
+        per.append({
+            "name": name,
+            "outcome": d["outcome"],
+            "stop": d["stop"],
+            "score": d["score"],
+            "similarity": r["similarity"],
+            "crashed": r["exception_type"] is not None,
+            "k": d["k"],
+            "t": d["t"],
+        })
+    judged = [p for p in per if not p["crashed"]]
+    return {
+        "scenarios": len(per),
+        "crashed": sum(1 for p in per if p["crashed"]),
+        "outcomes": dict(sorted(outcome.items())),
+        "halted": sum(halts.values()),
+        "halts_by_reason": dict(sorted(halts.items())),
+        "stage_dimensions_by_tier": dict(sorted(tiers.items())),
+        "mean_score": round(sum(p["score"] for p in judged) / len(judged), 6) if judged else None,
+        "scripted_steps_not_played": steps_saved,
+        "evaluator_seconds": round(sum(d["evaluator_seconds"] for _, _, d in blocks if d), 4),
+        "rollout_seconds": round(sum(d["rollout_seconds"] for _, _, d in blocks if d), 4),
+        "per_scenario": sorted(per, key=lambda p: p["name"]),
+    }
+
+
+def output_directory_for(base: Path, options: RunOptions) -> Path:
+    """ToolSandbox's naming: agent_<model>_user_<model>_<timestamp>."""
+    agent = SCRIPTED if options.agent == SCRIPTED else AGENTS[options.agent].model_name(options.agent)
+    user = SCRIPTED if options.user == SCRIPTED else USERS[options.user].model_name(options.user)
+    stamp = datetime.datetime.now().strftime("%m_%d_%Y_%H_%M_%S")
+    return Path(base) / f"agent_{agent}_user_{user}_{stamp}"
+
+
+def check_inputs(names: list[str], options: RunOptions) -> None:
+    """Fail before playing anything when a blueprint or script entry is missing."""
+    if SCRIPTED in (options.agent, options.user):
+        if options.script is None:
+            raise ScenarioError("the Scripted role needs --script FILE (scenario name -> agent steps and user utterances)")
+        script = load_script(options.script)
+        missing = [n for n in names if n not in script]
+        if missing:
+            raise ScenarioError(f"the script {options.script} has no entry for {len(missing)} scenario(s), e.g. {missing[:3]}")
+    if options.evaluator == "dynsteer":
+        directory = options.blueprint_dir or default_blueprint_dir()
+        missing = [n for n in names if not blueprint_path(directory, n).is_file()]
+        if missing:
+            raise ScenarioError(
+                f"no blueprint for {len(missing)} scenario(s) in {directory}, e.g. {missing[:3]}; "
+                "compile them (dynsteer compile) or pass --blueprints DIR"
+            )
+        for n in names:  # a malformed blueprint should stop the run before it starts
+            load_blueprint(blueprint_path(directory, n))
+
+
+def run_scenarios(
+    name_to_scenario: dict[str, Scenario], options: RunOptions, output_directory: Path, processes: int
+) -> list[dict[str, Any]]:
+    """Play scenarios (in ``spawn`` worker processes when ``processes`` > 1) and write summaries."""
+    check_inputs(list(name_to_scenario), options)
+    items = list(name_to_scenario.items())
+    random.shuffle(items)  # load balancing, as ToolSandbox does
+    worker = partial(run_scenario, options=options, output_directory=output_directory)
+    output_directory.mkdir(parents=True, exist_ok=True)
+    if processes > 1 and len(items) > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(min(processes, len(items))) as pool:
+            results = pool.map(worker, items)
+    else:
+        results = [worker(item) for item in items]
+    summary = {
+        "per_scenario_results": results,
+        "category_aggregated_results": category_summary(results),
+        "git_sha": _git_sha(),
+    }
+    write_json_atomic(output_directory / "result_summary.json", summary)
+    if options.evaluator == "dynsteer":
+        write_json_atomic(output_directory / SUMMARY_FILE, dynsteer_summary(results))
+    return results
+
+
+def load_scenarios(names: list[str] | None, preferred_tool_backend: str = "DEFAULT") -> dict[str, Scenario]:
+    """ToolSandbox's named scenarios (seeded as its CLI does), optionally filtered by name."""
+    from tool_sandbox.scenarios import named_scenarios
+
+    random.seed(42)
+    everything = named_scenarios(preferred_tool_backend=preferred_tool_backend)  # type: ignore[arg-type]
+    if names is None:
+        return everything
+    unknown = sorted(set(names) - set(everything))
+    if unknown:
+        raise ScenarioError(f"unknown scenario name(s) {unknown[:5]}; list them with 'dynsteer scenarios'")
+    return {n: everything[n] for n in names}
+
+
+def dumps_result(result: dict[str, Any]) -> str:
+    """JSON text of one result (categories are string enums)."""
+    return json.dumps(result, default=str, ensure_ascii=False)

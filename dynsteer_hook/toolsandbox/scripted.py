@@ -1,0 +1,161 @@
+"""Scripted agent and user roles: rollouts with no LLM, for tests, demos and replaying a plan live.
+
+A script maps a scenario name to ``{"agent": [STEP, ...], "user": ["utterance", ...]}``.
+A STEP is ``{"say": "text"}`` or ``{"tool_calls": [{"name": AGENT_FACING_NAME,
+"arguments": {...}}, ...]}``; several calls in one step are parallel calls. When its
+steps run out the agent says it is done; when its utterances run out the user ends the
+conversation with ToolSandbox's ``end_conversation`` tool.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from tool_sandbox.common.execution_context import RoleType, get_current_context
+from tool_sandbox.common.message_conversion import Message
+from tool_sandbox.roles.base_role import BaseRole
+
+from dynsteer_hook.errors import ScenarioError
+
+DONE_MESSAGE = "I have completed the task."
+
+
+class ScriptedCall(BaseModel):
+    """One tool call of a step. ``arguments`` may be a string to send a malformed payload."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    name: str = Field(min_length=1, description="Agent-facing tool name (scrambled where the scenario scrambles).")
+    arguments: dict[str, Any] | str = Field(default_factory=dict)
+
+
+class ScriptedStep(BaseModel):
+    """Say something to the user, or issue tool calls."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    say: str | None = None
+    tool_calls: list[ScriptedCall] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> ScriptedStep:
+        if (self.say is None) == (self.tool_calls is None):
+            raise ValueError("a step has exactly one of 'say' or 'tool_calls'")
+        if self.tool_calls is not None and not self.tool_calls:
+            raise ValueError("'tool_calls' must list at least one call")
+        return self
+
+
+class ScenarioScript(BaseModel):
+    """The agent's steps and the user's utterances for one scenario."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    agent: list[ScriptedStep] = Field(default_factory=list)
+    user: list[str] = Field(default_factory=list)
+
+
+def load_script(path: str | Path) -> dict[str, ScenarioScript]:
+    """Read a script file (scenario name -> script).
+
+    Raises:
+        ScenarioError: Missing, not JSON, or malformed (one sentence naming the scenario).
+    """
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ScenarioError(f"script file {p} does not exist; pass --script with a JSON file") from None
+    except json.JSONDecodeError as exc:
+        raise ScenarioError(f"script file {p} is not valid JSON ({exc.msg} at line {exc.lineno}); fix the file") from None
+    if not isinstance(data, dict):
+        raise ScenarioError(f"script file {p} must map scenario names to scripts, found {type(data).__name__}")
+    scripts: dict[str, ScenarioScript] = {}
+    for name, raw in data.items():
+        if name.startswith("_"):
+            continue  # comments and metadata
+        try:
+            scripts[name] = ScenarioScript.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(x) for x in first.get("loc", ()))
+            raise ScenarioError(f"script file {p}: scenario {name!r} is malformed at {where}: {first.get('msg')}") from None
+    return scripts
+
+
+def _call_code(call_id: str, function_name: str, arguments: Mapping[str, Any] | str) -> str:
+    # The same three-line form ToolSandbox's agents emit, so its own converters read it back.
+    return (
+        f"{call_id}_parameters = {arguments!r}\n"
+        f"{call_id}_response = {function_name}(**{call_id}_parameters)\n"
+        f"print(repr({call_id}_response))"
+    )
+
+
+class ScriptedAgent(BaseRole):
+    """An agent that plays a fixed list of steps."""
+
+    role_type: RoleType = RoleType.AGENT
+
+    def __init__(self, steps: list[ScriptedStep]) -> None:
+        self.steps = list(steps)
+        self.turn = 0
+
+    def respond(self, ending_index: int | None = None) -> None:
+        messages = self.get_messages(ending_index=ending_index)
+        self.messages_validation(messages=messages)
+        messages = self.filter_messages(messages=messages)
+        if messages[-1].sender == RoleType.SYSTEM:
+            return
+        step = self.steps[self.turn] if self.turn < len(self.steps) else ScriptedStep(say=DONE_MESSAGE)
+        self.turn += 1
+        if step.say is not None:
+            self.add_messages([Message(sender=self.role_type, recipient=RoleType.USER, content=step.say)])
+            return
+        context = get_current_context()
+        mapping = context.get_agent_to_execution_facing_tool_name()
+        out: list[Message] = []
+        for i, call in enumerate(step.tool_calls or []):
+            call_id = f"call_{self.turn}_{i}"
+            out.append(
+                Message(
+                    sender=self.role_type,
+                    recipient=RoleType.EXECUTION_ENVIRONMENT,
+                    content=_call_code(call_id, mapping.get(call.name, call.name), call.arguments),
+                    openai_tool_call_id=call_id,
+                    openai_function_name=call.name,
+                )
+            )
+        self.add_messages(out)
+
+
+class ScriptedUser(BaseRole):
+    """A user that answers each agent message with the next utterance, then ends the conversation."""
+
+    role_type: RoleType = RoleType.USER
+
+    def __init__(self, utterances: list[str]) -> None:
+        self.utterances = list(utterances)
+        self.turn = 0
+
+    def respond(self, ending_index: int | None = None) -> None:
+        messages = self.get_messages(ending_index=ending_index)
+        self.messages_validation(messages=messages)
+        messages = self.filter_messages(messages=messages)
+        if messages[-1].sender != RoleType.AGENT:
+            return
+        if self.turn < len(self.utterances):
+            text = self.utterances[self.turn]
+            self.turn += 1
+            self.add_messages([Message(sender=self.role_type, recipient=RoleType.AGENT, content=text)])
+            return
+        self.add_messages(
+            [
+                Message(
+                    sender=self.role_type,
+                    recipient=RoleType.EXECUTION_ENVIRONMENT,
+                    content=_call_code("user_end", "end_conversation", {}),
+                )
+            ]
+        )
