@@ -86,7 +86,11 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     out = Path(args.report)
     if out.exists() and not out.is_dir():
         raise DynsteerError(f"report directory {out} is a file; pass a directory path with --report")
-    with JsonlSink(out / AUDIT_LOG) as sink:
+    try:
+        sink = JsonlSink(out / AUDIT_LOG)
+    except OSError as exc:
+        raise DynsteerError(f"report directory {out} cannot be created ({exc.strerror}); pass a writable directory path with --report") from None
+    with sink:
         evaluator = Evaluator(bp, config, sink=sink)
         try:
             for event in read_events(args.events):

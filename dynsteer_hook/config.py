@@ -89,7 +89,7 @@ class EvaluatorConfig:
         if self.max_tier not in (1, 2, 3):
             raise ConfigError(f"max_tier={self.max_tier} is not a tier; use 1, 2 or 3")
         unknown = set(self.initial_weights) - set(DIMENSIONS)
-        if unknown or any(v <= 0 for v in self.initial_weights.values()):
+        if unknown or any(isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0 for v in self.initial_weights.values()):
             raise ConfigError(
                 f"initial_weights {self.initial_weights} must give a positive weight to dimensions among {list(DIMENSIONS)}"
             )
@@ -108,6 +108,12 @@ class EvaluatorConfig:
         unknown = set(overrides) - known
         if unknown:
             raise ConfigError(f"unknown config field(s) {sorted(unknown)}; known fields are {sorted(known)}")
+        # Overrides come from the command line as parsed JSON, so check types before comparing.
+        kinds = {float: ((int, float), "a number"), int: ((int,), "an integer"), dict: ((dict,), "a mapping")}
+        for name, value in overrides.items():
+            accepted, noun = kinds.get(type(getattr(self, name)), ((object,), "any value"))
+            if isinstance(value, bool) or not isinstance(value, accepted):
+                raise ConfigError(f"config value {name}={value!r} should be {noun}; pass for example --set {name}={getattr(self, name)!r}")
         return replace(self, **overrides)
 
     def to_dict(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import networkx as nx
 from pydantic import ValidationError
@@ -33,7 +34,7 @@ from dynsteer_hook.blueprint import (
 )
 from dynsteer_hook.catalog import ToolCatalog
 from dynsteer_hook.errors import ConsensusError
-from dynsteer_hook.graph import find_cycle, milestone_graph, transitive_reduction
+from dynsteer_hook.graph import ancestor_sets, find_cycle, milestone_graph, transitive_reduction
 from dynsteer_hook.predicates import ArgPredicate
 from dynsteer_hook.validation import validate_blueprint
 
@@ -87,6 +88,7 @@ def _pred_key(p: ArgPredicate) -> str:
 _SLUG = re.compile(r"[^A-Za-z0-9_.:\-+@]")
 
 
+@lru_cache(maxsize=4096)  # called for every closure pair; a run has few distinct keys
 def node_id(key: NodeKey) -> str:
     """Canonical milestone id of an equivalence class."""
     tool, role, occ = key
@@ -117,10 +119,10 @@ def _majority_predicates(groups: list[tuple[ArgPredicate, ...]]) -> tuple[ArgPre
     counts: Counter[str] = Counter()
     example: dict[str, ArgPredicate] = {}
     for preds in groups:
-        for k in {_pred_key(p) for p in preds}:
-            counts[k] += 1
-        for p in preds:
-            example.setdefault(_pred_key(p), p)
+        keyed = [(_pred_key(p), p) for p in preds]
+        counts.update({k for k, _ in keyed})
+        for k, p in keyed:
+            example.setdefault(k, p)
     kept = sorted(k for k, c in counts.items() if c >= need)
     return tuple(example[k] for k in kept)
 
@@ -220,11 +222,11 @@ def build_consensus(
     admitted_set = set(admitted)
     merged = _merge_milestones(admitted, members)
 
-    # Precedence over transitive closures, restricted to admitted nodes.
+    # Precedence over transitive closures (u < v when u is an ancestor of v), restricted to admitted nodes.
     edge_support: Counter[tuple[NodeKey, NodeKey]] = Counter()
     for bp, keys in keymaps:
-        closure = nx.transitive_closure_dag(milestone_graph(bp))
-        pairs = {(keys[u], keys[v]) for u, v in closure.edges}
+        ancestors = ancestor_sets(milestone_graph(bp))
+        pairs = {(keys[u], keys[v]) for v, anc in ancestors.items() for u in anc}
         edge_support.update(p for p in pairs if p[0] in admitted_set and p[1] in admitted_set)
     g = nx.DiGraph()
     for k in admitted:

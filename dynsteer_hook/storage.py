@@ -122,9 +122,9 @@ class EventLog:
     def write(self, event: Event) -> None:
         self._sink.write(event_to_record(event))
 
-    def meta(self, **info: Any) -> None:
-        """Write a meta record (task name, format version)."""
-        self._sink.write({"kind": "meta", "format": "dynsteer-events", "version": 1, **info})
+    def meta(self, task: str | None = None, **info: Any) -> None:
+        """Write a meta record (task name, format version, free-form info)."""
+        self._sink.write({"kind": "meta", "format": "dynsteer-events", "version": 1, "task": task, "info": info})
 
     def close(self) -> None:
         self._sink.close()

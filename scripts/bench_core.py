@@ -3,9 +3,10 @@
 Run it from the repository root (the package must be importable, e.g. after
 ``pip install -e .``)::
 
-    python scripts/bench_core.py                # table, 20 repeats
+    python scripts/bench_core.py                # table, 20 repeats (+2 warm-up)
     python scripts/bench_core.py --repeat 50    # more repeats
     python scripts/bench_core.py --json         # one JSON object on stdout
+    python scripts/bench_core.py --seed 3       # other generated inputs
 
 It prints, never asserts, three figures beside their goals and the ratio measured / goal
 (a ratio above 1 misses the goal):
@@ -23,7 +24,10 @@ schemas) and a 500-event trace that settles the milestones in a valid topologica
 with noise (user and agent chatter, failed calls, exact retries, schema-violating calls,
 out-of-order calls, parallel calls). Each repeat feeds the whole trace to a fresh
 ``Evaluator`` with an in-memory audit sink; construction and ``finish()`` are timed
-separately. A halt is caught and reported (the default seed does not halt).
+separately. The configuration is the default except ``low_score_patience`` (see
+``BENCH_OVERRIDES``), so the noisy trace runs to its end; frontier stagnation and
+structural failure keep their defaults and the trace is shaped not to trip them. A halt
+would be caught and reported with the figures.
 """
 
 from __future__ import annotations
@@ -95,7 +99,6 @@ _PLAIN_TOOLS = [t for t in _TOOLS if t not in _CONSUMER_TOOLS and t not in ("get
 _READ_ONLY_NOISE = ["get_current_timestamp", "get_weather", "get_location", "search_holidays", "search_events"]
 _MUTATING = {"add_contact", "update_contact", "delete_contact", "send_message", "delete_message", "add_reminder",
              "delete_reminder", "transfer_money", "create_event", "set_cellular_service_status"}
-_NAMESPACE = {"contact": "CONTACT", "message": "MESSAGING", "reminder": "REMINDER", "event": "CALENDAR", "money": "LEDGER"}
 
 _FIRST = ["Alice", "Bob", "Carol", "Dan", "Erin", "Frank", "Grace", "Heidi", "Ivan", "Judy", "Mallory", "Niaj", "Olivia", "Peggy"]
 _LAST = ["Smith", "Jones", "Brown", "Taylor", "Wilson", "Evans", "Thomas", "Roberts", "Walker", "Wright"]
@@ -288,7 +291,7 @@ def make_plan(seed: int, n: int = 50, *, n_messages: int = 3, n_bindings: int = 
         preds[ids[v]].append(ids[u])
     descendants: dict[int, set[int]] = {}
     for u in reversed(nodes):
-        descendants[u] = {v for _, v in [e for e in edges if e[0] == u]}
+        descendants[u] = {v for w, v in edges if w == u}
         for v in list(descendants[u]):
             descendants[u] |= descendants.get(v, set())
 
@@ -380,7 +383,7 @@ def make_plan(seed: int, n: int = 50, *, n_messages: int = 3, n_bindings: int = 
 
 
 class _Trace:
-    """Event builder that tracks call ids and how many closed actions each gap holds."""
+    """Event list builder that numbers call ids."""
 
     def __init__(self) -> None:
         self.events: list[Event] = []
@@ -517,9 +520,10 @@ def _noise(tr: _Trace, rng: random.Random, item: str, plan: Plan, target: str, s
             b = tr.call("get_current_timestamp", {})
             tr.result(b, 1_717_000_000.0 + rng.randint(0, 10_000))
             tr.result(a, {"ok": True})
-    elif item == "failed":
-        wrong = {k: (f"{v}x" if isinstance(v, str) else v) for k, v in args.items()}
-        tr.single(tool, wrong, exception=f"LookupError: nothing matches {next(iter(wrong.values()), '')!r}")
+    elif item == "failed":  # a typo in the key argument: the tool finds nothing
+        key = next(iter(args))
+        wrong = {**args, key: f"{args[key]}x"}
+        tr.single(tool, wrong, exception=f"LookupError: nothing matches {wrong[key]!r}")
     elif item == "retry":
         if tool_target and by_id[target].tool not in _MUTATING:
             tr.single(tool, args, exception="TimeoutError: the service did not answer in time")  # retried exactly below
@@ -536,9 +540,9 @@ def _noise(tr: _Trace, rng: random.Random, item: str, plan: Plan, target: str, s
             tr.single(tool, None, raw='{"name": "Al', exception="JSONDecodeError: Unterminated string")
         else:
             tr.single(tool + "_v2", {"query": "x"}, exception=f"NameError: {tool}_v2 is not a known allowed tool")
-    elif item == "out_of_order":
-        later = [m for m in plan.call_args if m not in settled and m != target and by_id[m].tool not in _MUTATING
-                 and not any(b.consumer == m for b in plan.blueprint.bindings)]
+    elif item == "out_of_order":  # a lookup whose milestone still waits for a predecessor
+        later = [m for m in plan.call_args if m not in settled and any(p not in settled for p in plan.preds[m])
+                 and by_id[m].tool not in _MUTATING and not any(b.consumer == m for b in plan.blueprint.bindings)]
         if later:
             m = rng.choice(later)
             tr.single(by_id[m].tool, plan.call_args[m], plan.results[m])

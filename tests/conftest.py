@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -28,3 +29,14 @@ def _isolated_structlog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.setattr(cli, "configure_logging", configure)
     yield
     structlog.reset_defaults()
+
+
+@pytest.fixture
+def core_cli(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run ``cli.main`` as a core-only install would: without the ToolSandbox subcommands.
+
+    ``build_parser`` registers ``run``/``demo`` when ``dynsteer_hook.toolsandbox.cli`` imports,
+    which loads ToolSandbox (seconds). The core suite tests ``evaluate``/``validate``/``schema``
+    only; tests/toolsandbox covers the rest.
+    """
+    monkeypatch.setitem(sys.modules, "dynsteer_hook.toolsandbox.cli", None)

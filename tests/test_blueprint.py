@@ -38,7 +38,7 @@ def test_not_json_names_source_and_fix() -> None:
 
 def test_non_object_is_rejected() -> None:
     """A JSON value that is not an object is rejected, naming what was found."""
-    with pytest.raises(BlueprintError, match="must hold a JSON object.*found list"):
+    with pytest.raises(BlueprintError, match=r"must hold a JSON object.*found list"):
         parse_blueprint("[1, 2]")
 
 

@@ -13,6 +13,8 @@ from dynsteer_hook.blueprint import blueprint_json_schema, parse_blueprint
 from dynsteer_hook.cli import main
 from dynsteer_hook.events import event_record_schema
 
+pytestmark = pytest.mark.usefixtures("core_cli")
+
 ROOT = Path(__file__).resolve().parent.parent
 
 

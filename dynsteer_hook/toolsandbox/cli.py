@@ -22,7 +22,7 @@ def add_run_parser(sub: Any) -> None:
     )
     run.add_argument("--agent", default="GPT_4_o_2024_05_13", choices=AGENT_CHOICES, help="agent type")
     run.add_argument("--user", default="GPT_4_o_2024_05_13", choices=USER_CHOICES, help="user type")
-    run.add_argument("--preferred_tool_backend", default="DEFAULT", help="preferred tool backend (DEFAULT or RAPID_API)")
+    run.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"], help="preferred tool backend")
     group = run.add_mutually_exclusive_group()
     group.add_argument("-t", "--test_mode", action="store_true", help="only run a few scenarios")
     group.add_argument("-s", "--scenarios", nargs="*", help="names of scenarios to run")
@@ -41,7 +41,7 @@ def add_run_parser(sub: Any) -> None:
     demo.set_defaults(func=_cmd_demo)
 
     sc = sub.add_parser("scenarios", help="list ToolSandbox scenario names")
-    sc.add_argument("--preferred_tool_backend", default="DEFAULT")
+    sc.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"])
     sc.set_defaults(func=_cmd_scenarios)
 
 

@@ -334,14 +334,25 @@ def run_scenarios(
     return results
 
 
-def load_scenarios(names: list[str] | None, preferred_tool_backend: str = "DEFAULT") -> dict[str, Scenario]:
-    """ToolSandbox's named scenarios (seeded as its CLI does), optionally filtered by name."""
-    from tool_sandbox.scenarios import named_scenarios
+_LOADED: dict[str, tuple[dict[str, Scenario], object]] = {}
 
-    random.seed(42)
-    everything = named_scenarios(preferred_tool_backend=preferred_tool_backend)  # type: ignore[arg-type]
+
+def load_scenarios(names: list[str] | None, preferred_tool_backend: str = "DEFAULT") -> dict[str, Scenario]:
+    """ToolSandbox's named scenarios (seeded as its CLI does), optionally filtered by name.
+
+    Built once per process and backend; later calls restore the random state ToolSandbox's
+    CLI would have after building them, so the run order matches its own.
+    """
+    if preferred_tool_backend not in _LOADED:
+        from tool_sandbox.scenarios import named_scenarios
+
+        random.seed(42)
+        everything = named_scenarios(preferred_tool_backend=preferred_tool_backend)  # type: ignore[arg-type]
+        _LOADED[preferred_tool_backend] = (everything, random.getstate())
+    everything, state = _LOADED[preferred_tool_backend]
+    random.setstate(state)  # type: ignore[arg-type]
     if names is None:
-        return everything
+        return dict(everything)
     unknown = sorted(set(names) - set(everything))
     if unknown:
         raise ScenarioError(f"unknown scenario name(s) {unknown[:5]}; list them with 'dynsteer scenarios'")

@@ -1,0 +1,90 @@
+"""Evaluator configuration: documented defaults, range checks with one-sentence errors, overrides."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields
+
+import pytest
+
+from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.errors import ConfigError
+
+
+def test_defaults_are_valid_and_uniform() -> None:
+    """The default config builds and starts every dimension at weight 1/4."""
+    assert EvaluatorConfig().normalized_initial_weights() == {d: 0.25 for d in DIMENSIONS}
+
+
+def test_partial_initial_weights_are_completed_and_normalised() -> None:
+    """Unlisted dimensions get weight 1 before normalising: {correctness: 2} -> 2/5, 1/5, 1/5, 1/5."""
+    w = EvaluatorConfig(initial_weights={"correctness": 2.0}).normalized_initial_weights()
+    assert w == pytest.approx({"correctness": 0.4, "efficiency": 0.2, "safety": 0.2, "tool_compliance": 0.2})
+
+
+@pytest.mark.parametrize(
+    ("over", "fragment"),
+    [
+        ({"theta_pass": 1.5}, "theta_pass=1.5 is outside [0, 1]"),
+        ({"theta_fail": -0.1}, "theta_fail=-0.1 is outside [0, 1]"),
+        ({"theta_fail": 0.7, "theta_warn": 0.6}, "theta_fail must not exceed theta_warn"),
+        ({"theta_low_u": 0.6, "theta_high_u": 0.5}, "the low bound must not exceed the high one"),
+        ({"alpha": -1.0}, "alpha=-1.0 is negative"),
+        ({"n_stag": 0}, "n_stag=0 must be at least 1"),
+        ({"structural_patience": 0}, "structural_patience=0 must be at least 1"),
+        ({"max_tier": 4}, "max_tier=4 is not a tier"),
+        ({"initial_weights": {"speed": 1.0}}, "must give a positive weight"),
+        ({"initial_weights": {"safety": 0.0}}, "must give a positive weight"),
+        ({"min_weight": 0.25}, "min_weight=0.25 must be in [0, 0.25)"),
+    ],
+)
+def test_invalid_values_are_rejected(over: dict[str, object], fragment: str) -> None:
+    """Each out-of-range or inconsistent value is a ConfigError with a one-line message naming it."""
+    with pytest.raises(ConfigError) as exc:
+        EvaluatorConfig(**over)  # type: ignore[arg-type]
+    assert fragment in str(exc.value) and "\n" not in str(exc.value)
+
+
+def test_overrides_copy_and_validate() -> None:
+    """with_overrides returns a changed copy, validates it, and rejects unknown names."""
+    base = EvaluatorConfig()
+    changed = base.with_overrides(n_stag=3)
+    assert (changed.n_stag, base.n_stag) == (3, 8)
+    with pytest.raises(ConfigError, match=r"unknown config field\(s\) \['nope'\]"):
+        base.with_overrides(nope=1)
+    with pytest.raises(ConfigError, match="theta_pass"):
+        base.with_overrides(theta_pass=2.0)
+
+
+@pytest.mark.parametrize(
+    ("over", "fragment"),
+    [
+        ({"n_stag": "abc"}, "n_stag='abc' should be an integer"),
+        ({"n_stag": 2.5}, "n_stag=2.5 should be an integer"),
+        ({"n_stag": True}, "n_stag=True should be an integer"),
+        ({"theta_fail": "low"}, "theta_fail='low' should be a number"),
+        ({"initial_weights": [1, 2]}, "initial_weights=[1, 2] should be a mapping"),
+    ],
+)
+def test_overrides_of_the_wrong_type_are_config_errors(over: dict[str, object], fragment: str) -> None:
+    """Overrides from the command line with a value of the wrong type are a ConfigError, not a TypeError."""
+    with pytest.raises(ConfigError, match=re.escape(fragment)):
+        EvaluatorConfig().with_overrides(**over)
+
+
+def test_integer_overrides_for_float_fields_are_fine() -> None:
+    """An integer where a float is expected (e.g. --set alpha=2) is accepted."""
+    assert EvaluatorConfig().with_overrides(alpha=2).alpha == 2
+
+
+def test_non_numeric_initial_weight_is_a_config_error() -> None:
+    """A weight that is not a number is rejected like a non-positive one."""
+    with pytest.raises(ConfigError, match="must give a positive weight"):
+        EvaluatorConfig(initial_weights={"safety": "a"})  # type: ignore[dict-item]
+
+
+def test_to_dict_lists_every_field() -> None:
+    """to_dict carries every field for the report."""
+    d = EvaluatorConfig().to_dict()
+    assert set(d) == {f.name for f in fields(EvaluatorConfig)}
+    assert d["n_stag"] == 8 and d["theta_fail"] == 0.3

@@ -1,0 +1,16 @@
+"""Fixtures for tests on real ToolSandbox scenarios (loaded once per session: ~10 s)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import tool_sandbox.scenarios  # noqa: F401 - fail loudly, never skip, when ToolSandbox is missing
+
+from dynsteer_hook.toolsandbox.runner import load_scenarios
+
+
+@pytest.fixture(scope="session")
+def scenarios() -> dict[str, Any]:
+    """All 1032 ToolSandbox scenarios, seeded as ToolSandbox's CLI seeds them."""
+    return load_scenarios(None)
