@@ -6,6 +6,7 @@ Symbols follow the paper (Section 3.4): ``theta_*`` are thresholds on scores in 
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -113,7 +114,7 @@ class EvaluatorConfig:
         for name, value in overrides.items():
             accepted, noun = kinds.get(type(getattr(self, name)), ((object,), "any value"))
             if isinstance(value, bool) or not isinstance(value, accepted):
-                raise ConfigError(f"config value {name}={value!r} should be {noun}; pass for example --set {name}={getattr(self, name)!r}")
+                raise ConfigError(f"config value {name}={value!r} should be {noun}; pass for example --set {name}={json.dumps(getattr(self, name))}")
         return replace(self, **overrides)
 
     def to_dict(self) -> dict[str, Any]:

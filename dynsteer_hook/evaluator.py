@@ -338,6 +338,7 @@ class Evaluator:
             if ok and o.call.arguments is not None:
                 own = result.state_changes if result is not None and result.state_changes else action_changes
                 chosen, out_of_order = self._match(o.call.tool, o.call.canonical_tool, o.call.arguments, own, ready - taken)
+                out_of_order = [m for m in out_of_order if m not in taken]  # a repeat of this action's settlement is not out of order
             if chosen is not None:
                 taken.add(chosen)
                 settled_now.append(chosen)

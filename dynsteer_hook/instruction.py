@@ -62,7 +62,8 @@ def _rx(*parts: str) -> re.Pattern[str]:
 _PHONE = re.compile(r"\+?\d[\d\-() ]{7,}\d")
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
 _DECIMAL = re.compile(r"-?\d+\.\d+")
-_QUOTED = re.compile(r"[\"“]([^\"”]{3,})[\"”]|saying:?\s+(.+)$", re.IGNORECASE)
+_QUOTED = re.compile(r"[\"“]([^\"”]{3,})[\"”]")
+_SAYING = re.compile(r"\b(?:saying|says|that says)\b:?\s+(.+)$", re.IGNORECASE)
 
 _SETTING_WORDS = {
     "wifi": _rx(r"\bwi-?fi\b", r"\binternet\b", r"\bwireless\b"),
@@ -78,7 +79,7 @@ _STATUS = _rx(r"^\s*(is|are)\b", r"\bcheck\b", r"\bstatus\b")
 _CONTACT = _rx(r"\bcontacts?\b", r"\bcontact book\b", r"\bphone ?number\b", r"\brelationship\b", r"\bfriends?\b", r"\benem(y|ies)\b",
                r"\bboss\b", r"\bsomeone\b", r"\bperson\b", r"\bhis cell\b", r"\bher cell\b", r"\bwho'?s?\b")
 _MESSAGE = _rx(r"\bmessages?\b", r"\btexts?\b", r"\bsms\b", r"\basked me\b", r"\btold me\b", r"\bsent me\b")
-_VIA_MESSAGE = _rx(r"\b(sent|send) (a |an )?(message|text)s? to\b", r"\b(talk|talked|spoke|texted|messaged|contacted) (to |with )?\w*\b[^.?!]*\b(last|latest|recent)",
+_VIA_MESSAGE = _rx(r"\bsent (a |an )?(message|text)s? to\b", r"\b(talk|talked|spoke|texted|messaged|contacted) (to |with )?\w*\b[^.?!]*\b(last|latest|recent)",
                    r"\b(whoever|who) i (talked|talk|texted|messaged|contacted|spoke)\b", r"\bwho did i (talk|text|message|contact)\b")
 _REMINDER = _rx(r"\breminders?\b", r"\bremind\b", r"\bto-?do\b", r"\bto do\b")
 _SEND = _rx(r"^\s*(please\s+)?(send|text|message|ask|tell)\b", r"\bsend (a|an|the) (message|text)\b", r"\b(can you|could you|please) (send|text|ask|tell)\b")
@@ -90,7 +91,6 @@ _UPDATE = _rx(r"\b(update|change|modify|edit|postpone|push|move|reschedule|delay
 _HOLIDAY = _rx(r"\b(christmas|thanksgiving|halloween|easter|new year'?s?|independence day|labor day|memorial day|veterans day|columbus day|juneteenth|valentine'?s?|"
                r"martin luther king|presidents'? day|mother'?s day|father'?s day|holiday)\b[\w ]*?(day|eve)?\b")
 _DAYS_UNTIL = _rx(r"\bhow (many|much|far|long)\b", r"\b(till|until|before)\b", r"\bdays? (to|left)\b")
-_TIMESTAMP = _rx(r"\btimestamps?\b", r"\bposix\b")
 
 _HERE = _rx(r"\bwhere am i\b", r"\b(what|which) city am i\b", r"\bmy (current )?(city|location|position)\b", r"\bam i in\b", r"\bhere\b",
             r"\bnear me\b", r"\baround me\b", r"\bhow far am i\b", r"\bfrom me\b")
@@ -113,6 +113,7 @@ _ABSOLUTE = _rx(r"\b\d{1,2}/\d{1,2}/\d{2,4}\b", r"\b\d{4}-\d{2}-\d{2}\b",
 _RESOLVE = _rx(r"\bresolve (any|all|every)? ?(issues?|problems?)\b", r"\bon your own\b", r"\bby yourself\b", r"\bfix (any|all) (issues?|problems?)\b")
 _REMINDER_TEXT = re.compile(r"\bto ((?:buy|call|get|pick|pay|book|send|take|check|clean|finish|submit|email|visit|water|feed|walk|renew|cancel|order)\b[^,.!?]*)", re.IGNORECASE)
 _TIME_TAIL = re.compile(r"\s+(?:tomorrow|today|tonight|next|this|on|at|by|in|\d).*$", re.IGNORECASE)
+_CAPITALIZED = re.compile(r"\b([A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*)+)")
 _PERSON = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]*)+|[A-Z][a-z]+\s+[A-Z])\b")
 _SENTENCE_START = re.compile(r"(^|[.?!]\s+)$")
 
@@ -123,9 +124,12 @@ def _setting_subjects(text: str) -> list[str]:
 
 def _place(text: str) -> str | None:
     for m in _PLACE_PHRASE.finditer(text):
-        phrase = m.group(1).strip()
+        phrase = m.group(1).strip().rstrip(".,!?")
         if _PLACE_WORD.search(phrase) or m.group(0).lower().startswith("at "):
-            return phrase
+            return phrase.removeprefix("the ").removeprefix("The ")
+    for m in _CAPITALIZED.finditer(text):
+        if _PLACE_WORD.search(m.group(1)):
+            return m.group(1)
     return None
 
 
@@ -149,10 +153,8 @@ def _person(text: str, place: str | None) -> str | None:
 
 
 def _quoted(text: str) -> str | None:
-    m = _QUOTED.search(text)
-    if not m:
-        return None
-    return (m.group(1) or m.group(2) or "").strip().strip("\"“”") or None
+    m = _QUOTED.search(text) or _SAYING.search(text)
+    return m.group(1).strip().strip("\"“”.") or None if m else None
 
 
 def _setting_intents(text: str) -> list[Intent]:
@@ -230,10 +232,11 @@ def _world_intents(text: str, r: dict[str, object]) -> list[Intent]:
 def read_instruction(messages: list[tuple[str, str]]) -> Reading:
     """Read the user's request from (role, content) messages the agent sees before acting."""
     text = " ".join(c.strip() for role, c in messages if role == "user").strip()
+    bare = _UUID.sub(" ", text)
     place = _place(text)
     holiday_m = _HOLIDAY.search(text)
     cues: dict[str, object] = {
-        "phones": tuple(p.strip() for p in _PHONE.findall(text) if not _UUID.search(p)),
+        "phones": tuple(p.strip() for p in _PHONE.findall(bare)),
         "uuids": tuple(_UUID.findall(text)),
         "coords": tuple(_DECIMAL.findall(text)) if len(_DECIMAL.findall(text)) >= 2 else (),
         "place": place,

@@ -585,12 +585,13 @@ def _variant(bp: Blueprint, name: str, *, drop: str | None = None, extra_edge: t
     mines = bp.minefields
     if extra_mine:
         mines = (*mines, Minefield(id="mf:delete_message", tool="delete_message", reason="destroys evidence"))
-    return bp.model_copy(update={
+    out = bp.model_copy(update={
         "milestones": tuple(milestones),
         "edges": tuple(Edge(source=rename[u], target=rename[v]) for u, v in edges),
         "bindings": bindings,
         "minefields": mines,
     })
+    return Blueprint.model_validate(out.model_dump())  # parsed like a generator's output would be
 
 
 def make_candidates(seed: int) -> tuple[list[Candidate], ToolCatalog]:
@@ -601,7 +602,7 @@ def make_candidates(seed: int) -> tuple[list[Candidate], ToolCatalog]:
     chain_inner = next(m for m in ids[1:] if len(plan.preds[m]) == 1 and len(plan.succs[m]) == 1
                        and not any(m in (b.producer, b.consumer) for b in base.bindings))
     # Two milestones with no path between them: a later candidate orders them.
-    parallel = next((a, b) for a in ids for b in ids if a < b and plan.preds[a] == plan.preds[b] and plan.preds[a])
+    parallel = next(((a, b) for a in ids for b in ids if a < b and plan.preds[a] == plan.preds[b] and plan.preds[a]), None)
     plain = [m for m in ids if base.milestone(m).tool not in _CONSUMER_TOOLS and m in plan.call_args
              and not any(m in (b.producer, b.consumer) for b in base.bindings)]
     other = "get_weather" if base.milestone(plain[3]).tool != "get_weather" else "get_location"

@@ -218,6 +218,13 @@ def test_majority_cycle_is_broken_and_recorded() -> None:
 # ---- pruning ---------------------------------------------------------------------------------------
 
 
+def test_candidate_from_valid_text_parses() -> None:
+    """Candidate text that is a blueprint graph becomes a parsed candidate carrying its generator and model."""
+    cand = Candidate.from_text("g1", graph("ab", "ab").to_json(), generator="direct", model="m1")
+    assert cand.error is None and cand.blueprint == graph("ab", "ab")
+    assert (cand.generator, cand.model) == ("direct", "m1")
+
+
 def test_pruned_parse_error_is_recorded() -> None:
     """A candidate whose text is not JSON is pruned under rule 'parse' with the reason."""
     bad = Candidate.from_text("g9", "{not json", generator="gen", model="m1")

@@ -117,6 +117,13 @@ def test_join_does_not_settle_before_both_branches() -> None:
     assert r.report.frontier == ["c"]
 
 
+def test_duplicate_parallel_call_is_not_out_of_order() -> None:
+    """A second parallel call for a milestone the same action settles is neither a second settlement nor out of order."""
+    r = run(CHAIN, [UserMessage("go"), call("1", "op_a", {"x": "a"}), call("2", "op_a", {"x": "a"}), result("1"), result("2")])
+    (step,) = r.report.steps
+    assert step.settled == ["a"] and step.out_of_order == []
+
+
 def test_failed_call_does_not_settle() -> None:
     """A call whose result is an exception settles nothing, even when its arguments match."""
     r = run(CHAIN, [UserMessage("go"), *act("1", "op_a", {"x": "a"}, exception="RuntimeError: down")])
