@@ -144,6 +144,9 @@ class Evaluator:
         self._milestones_by_tool: dict[str, list[Milestone]] = defaultdict(list)
         for m in blueprint.milestones:
             self._milestones_by_tool[m.tool].append(m)
+        self._tool_owners: dict[str, set[str]] = defaultdict(set)
+        for m in blueprint.milestones:
+            self._tool_owners[m.tool].add(m.id)
         self._mines_by_tool: dict[str, list[Minefield]] = defaultdict(list)
         for f in blueprint.minefields:
             self._mines_by_tool[f.tool].append(f)
@@ -168,6 +171,7 @@ class Evaluator:
         self._structural_since: tuple[int, int] | None = None
         self._structural_detail = ""
         self._stop: StopRecord | None = None
+        self._ended = False
         self._usage_calls: dict[str, int] = defaultdict(int)
         self._usage_dims: dict[str, int] = defaultdict(int)
         self._degraded = 0
@@ -268,7 +272,9 @@ class Evaluator:
             blueprint=self._blueprint_summary(),
             config=cfg.to_dict(),
         )
-        self._emit({"type": "end", "outcome": outcome, "score": report.score, "k": report.k, "t": report.t})
+        if not self._ended:  # finish() may be called again; the log gets one end record
+            self._ended = True
+            self._emit({"type": "end", "outcome": outcome, "score": report.score, "k": report.k, "t": report.t})
         return report
 
     # -- raw clock -----------------------------------------------------------------
@@ -362,7 +368,7 @@ class Evaluator:
                     grounding_upto=pre[4],
                 )
             )
-        if action.message is not None and not action.calls:
+        if action.message is not None:
             chosen, _ = self._match(AGENT_MESSAGE_TOOL, None, {"content": action.message.content}, (), ready - taken)
             if chosen is not None:
                 taken.add(chosen)
@@ -443,9 +449,22 @@ class Evaluator:
         for s in self._steps[max(t_anchor - 1, 0) : t]:
             if s.t == t_anchor:
                 steps.append(s.as_anchor())
-            elif s.t == t or not s.settled or any(x in related for x in s.settled):
+            elif s.t == t or (s.settled and any(x in related for x in s.settled)):
+                steps.append(s)
+            elif not s.settled and not self._belongs_elsewhere(s, related):
                 steps.append(s)
         return anchor, t_anchor, k_anchor, steps
+
+    def _belongs_elsewhere(self, s: Step, related: frozenset[str]) -> bool:
+        """Whether an unsettling step only tried operations of parallel-branch milestones."""
+        if not s.calls:
+            return False
+        owners: set[str] = set()
+        for c in s.calls:
+            owners |= self._tool_owners.get(c.tool, set())
+            if c.canonical_tool:
+                owners |= self._tool_owners.get(c.canonical_tool, set())
+        return bool(owners) and not owners & related
 
     def _binding_checks(self, m: str, call: CallFacts | None, upto: int) -> tuple[BindingCheck, ...]:
         checks: list[BindingCheck] = []
@@ -538,7 +557,7 @@ class Evaluator:
             weights={d: round(w, 6) for d, w in self._weights.items()},
             next_tiers=dict(self._levels),
             rationale={d: scores[d].rationale for d in DIMENSIONS},
-            cited={d: sorted(set(scores[d].cited_steps)) for d in DIMENSIONS},
+            cited={d: sorted({x for x in scores[d].cited_steps if 1 <= x <= step.t}) for d in DIMENSIONS},
             judges=sorted(set(judges)),
             degraded=degraded,
             bindings=[BindingRecord(name=b.name, arg=b.arg, value=b.value, from_producer=b.from_producer, seen_elsewhere=b.seen_elsewhere) for b in bindings],

@@ -108,7 +108,7 @@ class _Builder:
     ops: dict[str, PlanOp] = field(default_factory=dict)
     edges: dict[tuple[str, str], PlanEdge] = field(default_factory=dict)
     bindings: list[PlanBinding] = field(default_factory=list)
-    missing: list[tuple[str, str]] = field(default_factory=list)  # (goal tool, what cannot be obtained)
+    missing: list[tuple[str, str]] = field(default_factory=list)  # (goal tool, what cannot be obtained), for certain needs only
     absent: list[Intent] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     goal_tools: list[str] = field(default_factory=list)
@@ -116,7 +116,11 @@ class _Builder:
     # -- lookup ----------------------------------------------------------------------
 
     def find(self, actions: tuple[str, ...], subject: str) -> ToolProfile | None:
+        """The tool doing ``actions`` on ``subject``; for look-ups, reading and computing are interchangeable
+        (with name and description hidden, a look-up and a computation look alike)."""
         hits = [p for p in self.profiles.values() if p.action in actions and p.subject == subject]
+        if not hits and set(actions) <= {"read", "compute"}:
+            hits = [p for p in self.profiles.values() if p.action in ("read", "compute") and p.subject == subject]
         return min(hits, key=lambda p: (p.opaque_name, len(p.args), p.name)) if hits else None
 
     def add(self, tool: str, evidence: float, description: str, args: tuple[ArgPredicate, ...] = (), *, core: bool = True, focus: str = "") -> None:
@@ -130,6 +134,13 @@ class _Builder:
         if source != target and (source, target) not in self.edges:
             self.edges[(source, target)] = PlanEdge(source, target, evidence, focus)
 
+    def lack(self, goal: str, why: str, evidence: float) -> None:
+        """Record a value nobody can supply; only a need the plan is sure of makes the task insufficient."""
+        if evidence >= 0.8:
+            self.missing.append((goal, why))
+        else:
+            self.notes.append(f"unmet optional need: {why}")
+
     def bind(self, producer: ToolProfile, consumer: ToolProfile, arg: ArgInfo, column: str) -> None:
         self.bindings.append(PlanBinding(producer.name, consumer.name, arg.name, column))
 
@@ -139,7 +150,7 @@ class _Builder:
         """A lookup of ``entity`` records feeding ``consumer`` (``arg`` when a value flows verbatim)."""
         producer = self.find(("read",), entity)
         if producer is None:
-            self.missing.append((goal, f"no tool looks up {entity} records for {consumer.name}"))
+            self.lack(goal, f"no tool looks up {entity} records for {consumer.name}", evidence)
             return False
         self.add(producer.name, evidence, f"look up the {entity} {consumer.name} needs")
         self.edge(producer.name, consumer.name, evidence)
@@ -160,7 +171,7 @@ class _Builder:
         clock = self.find(("read",), "now")
         if clock is None:
             if required:
-                self.missing.append((goal, "the current time cannot be read with these tools"))
+                self.lack(goal, "the current time cannot be read with these tools", evidence)
             return not required
         self.add(clock.name, evidence, "read the current time")
         if consumer is not None and required:
@@ -183,7 +194,7 @@ class _Builder:
     def need_place(self, consumer: ToolProfile, goal: str, evidence: float = NEEDED) -> bool:
         finder = self.find(("read",), "place")
         if finder is None:
-            self.missing.append((goal, f"no tool finds the coordinates of {self.reading.place or 'the place'}"))
+            self.lack(goal, f"no tool finds the coordinates of {self.reading.place or 'the place'}", evidence)
             return False
         self.add(finder.name, evidence, f"find {self.reading.place or 'the place'}")
         self.edge(finder.name, consumer.name, evidence)
@@ -280,6 +291,15 @@ class _Builder:
             self.need_now(None, tool.name, required=False, evidence=0.55 if self.reading.recency else 0.3)
         if id_arg is not None and not preds:
             self.need_record("contact", tool, id_arg, tool.name)
+        elif preds:
+            self._verify_lookup("contact", tool)
+
+    def _verify_lookup(self, entity: str, consumer: ToolProfile) -> None:
+        """Hierarchical focus: look an entity up before acting on it even when its identifier is given."""
+        lookup = self.find(("read",), entity)
+        if lookup is not None:
+            self.add(lookup.name, 0.3, f"check the {entity} before acting on it", focus="hierarchical")
+            self.edge(lookup.name, consumer.name, 0.3, focus="hierarchical")
 
     def _goal_delete_contact(self, intent: Intent) -> None:
         self._contact_change(intent, "remove")
@@ -298,11 +318,20 @@ class _Builder:
         phones = [a for a in tool.args_of("phone") if a.required]
         if phones and not self.reading.phones:
             self.need_record("contact", tool, phones[0], tool.name)
+        elif phones:
+            self._verify_lookup("contact", tool)
 
     def _goal_read_message(self, intent: Intent) -> None:
         tool = self._goal_tool(intent, ("read",), "find the message")
         if tool is not None and self.reading.recency:
-            self.need_now(None, tool.name, required=False, evidence=0.55)
+            self._recency_clock(tool, 0.55)
+
+    def _recency_clock(self, reader: ToolProfile, evidence: float) -> None:
+        """Recency (latest, upcoming, yesterday) is judged against the current time; reading it first is natural, not forced."""
+        if self.need_now(None, reader.name, required=evidence >= 0.8, evidence=evidence):
+            clock = self.find(("read",), "now")
+            if clock is not None:
+                self.edge(clock.name, reader.name, 0.35, focus="reordered")
 
     def _goal_create_reminder(self, intent: Intent) -> None:
         tool = self.find(("create",), "reminder")
@@ -335,6 +364,8 @@ class _Builder:
         self._goal_tool(intent, (intent.action,), f"{verb} the reminder", preds)
         if id_arg is not None and not preds:
             self.need_record("reminder", tool, id_arg, tool.name)
+        elif preds:
+            self._verify_lookup("reminder", tool)
         new_time = intent.action == "update" and self.reading.relative_time
         if new_time:
             self.need_now(tool, tool.name, required=True, evidence=NEEDED)
@@ -350,7 +381,7 @@ class _Builder:
     def _goal_read_reminder(self, intent: Intent) -> None:
         tool = self._goal_tool(intent, ("read",), "find the reminder")
         if tool is not None and (self.reading.recency or self.reading.relative_time):
-            self.need_now(None, tool.name, required=True, evidence=0.8)
+            self._recency_clock(tool, 0.8)
 
     def _goal_read_holiday(self, intent: Intent) -> None:
         word = distinctive_word(self.reading.holiday)
@@ -462,7 +493,11 @@ class _Builder:
         """Turning services on (or low-battery mode off) in case the hidden device state blocks the plan."""
         needed = self._settings_needed()
         focused = self._focused()
+        enabling_goal = any(
+            p.action == "toggle" and self._toggle_value(p) is not False for p in (self.profiles[g] for g in self.goal_tools if g in self.profiles)
+        )
         base = 0.3 + (0.35 if self.reading.resolve_alone else 0.0) + (0.3 if focused else 0.0)
+        dependants = [n for n, o in self.ops.items() if o.core]
         for setting in ("wifi", "cellular", "location_service", "low_battery_mode"):
             if setting not in needed:
                 continue
@@ -471,9 +506,13 @@ class _Builder:
                 continue
             value = needed[setting]
             verb = "on" if value else "off"
-            self.add(tool.name, min(base, 0.95), f"turn {setting.replace('_', ' ')} {verb} if the device state blocks the task",
+            # A service the user asks to turn on is off for a reason; low-battery mode is the usual one.
+            evidence = min(base + (0.2 if enabling_goal and setting == "low_battery_mode" else 0.0), 0.95)
+            self.add(tool.name, evidence, f"turn {setting.replace('_', ' ')} {verb} if the device state blocks the task",
                      self._switch_pred(tool, value), core=False)
-            self.notes.append(f"{tool.name}: prerequisite ({setting} {verb}), evidence {base:.2f}")
+            self.notes.append(f"{tool.name}: prerequisite ({setting} {verb}), evidence {evidence:.2f}")
+            for d in dependants:
+                self.edge(tool.name, d, 0.35, focus="reordered")
 
     # -- closing -----------------------------------------------------------------------
 
@@ -485,6 +524,13 @@ class _Builder:
         sources = {e.source for e in self.edges.values() if e.target in core}
         for n in sorted(core - sources):
             self.edge(n, AGENT_MESSAGE_TOOL, NEEDED)
+
+    def guard_reads(self) -> list[PlanMine]:
+        """Liberal focus: when the user only asks questions, deleting their data is never needed."""
+        if not self.goal_tools or any(self.profiles[g].mutates for g in self.goal_tools if g in self.profiles):
+            return []
+        return [PlanMine(p.name, 0.4, "the request only asks for information; deleting data is never part of answering it")
+                for p in sorted(self.profiles.values(), key=lambda p: p.name) if p.action == "delete" and p.name not in self.ops]
 
     def plan(self) -> Plan:
         mines: list[PlanMine] = []
@@ -503,6 +549,7 @@ class _Builder:
                 self.notes += [f"no tool can {i.action} {i.subject}; the agent can only tell the user" for i in self.absent]
             self.add(AGENT_MESSAGE_TOOL, 0.6 if self.absent else 0.5, "tell the user what can or cannot be done")
         else:
+            mines += self.guard_reads()
             self.prerequisites()
             self.report()
         ids = set(self.ops)

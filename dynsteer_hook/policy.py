@@ -43,12 +43,17 @@ def update_weights(
     new = {d: v / z for d, v in raw.items()}
     if min_weight <= 0:
         return new
-    floored = {d for d, v in new.items() if v < min_weight}
-    if not floored:
-        return new
-    rest = sum(v for d, v in new.items() if d not in floored)
-    budget = 1.0 - min_weight * len(floored)
-    return {d: (min_weight if d in floored else v * budget / rest) for d, v in new.items()}
+    # Water-filling: raise every weight under the floor to it and rescale the others,
+    # repeating until no rescaled weight falls under the floor (at most one pass per dimension).
+    floored: set[str] = set()
+    while True:
+        rest = sum(v for d, v in new.items() if d not in floored)
+        budget = 1.0 - min_weight * len(floored)
+        scaled = {d: (min_weight if d in floored else v * budget / rest) for d, v in new.items()}
+        below = {d for d, v in scaled.items() if d not in floored and v < min_weight}
+        if not below:
+            return scaled
+        floored |= below
 
 
 def base_level(stage_score: float, uncertainties: Mapping[str, float], fatal_proximity: int, cfg: EvaluatorConfig) -> int:

@@ -123,7 +123,7 @@ def _arg_kind(name: str, prop: Mapping[str, Any], table_entity: str | None, togg
     return "text"
 
 
-def _action(name_words: list[str], desc_words: list[str], props: dict[str, Any]) -> str:
+def _action(name_words: list[str], desc_words: list[str], props: dict[str, Any], required: set[str], table: str | None) -> str:
     if name_words and name_words[0] in _VERBS:
         return _VERBS[name_words[0]]
     if "to" in name_words[1:-1] or {"conversion", "diff"} & set(name_words):
@@ -134,9 +134,24 @@ def _action(name_words: list[str], desc_words: list[str], props: dict[str, Any])
     for w in name_words:
         if w in _VERBS:
             return _VERBS[w]
-    if set(props) == {"on"}:
+    return _action_from_arguments(props, required, table)
+
+
+def _action_from_arguments(props: dict[str, Any], required: set[str], table: str | None) -> str:
+    """The action implied by the argument structure alone (name and description both hidden)."""
+    if not props:
+        return "read"
+    booleans = [a for a, p in props.items() if isinstance(p, Mapping) and p.get("type") == "boolean"]
+    if set(props) == {"on"} or (len(props) == 1 and booleans):
         return "toggle"
-    return "read" if not props else "compute"
+    if not required or any(a.endswith(("_lowerbound", "_upperbound")) for a in props):
+        return "read"
+    ids = {a for a in props if a.endswith("_id")}
+    if table and required <= ids:
+        return "delete" if len(props) == 1 else "update"
+    if table and not (required & ids):
+        return "create"
+    return "compute"
 
 
 def _table(arg_names: set[str], text: set[str], databases: Mapping[str, Mapping[str, str]]) -> str | None:
@@ -149,7 +164,7 @@ def _table(arg_names: set[str], text: set[str], databases: Mapping[str, Mapping[
         overlap = len(stripped & columns)
         ids = any(a.endswith("_id") and a in columns for a in arg_names)
         named = bool(entity_words & text)
-        if not (named or ids):
+        if not (named or ids or overlap >= 3):
             continue
         score = overlap + (3 if named else 0) + (2 if ids else 0)
         if best is None or score > best[0]:
@@ -169,11 +184,11 @@ def _setting(text: set[str]) -> str | None:
     return None
 
 
-def _subject(action: str, text: set[str], props: dict[str, Any], required: set[str], databases: Mapping[str, Mapping[str, str]]) -> str:
+def _subject(action: str, text: set[str], props: dict[str, Any], required: set[str], databases: Mapping[str, Mapping[str, str]],
+             table: str | None) -> str:
     setting = _setting(text)
     if setting and action in ("toggle", "read") and len(props) <= 1:
         return setting if action == "toggle" else f"status:{setting}"
-    table = _table(set(props), text, databases)
     if table:
         return _ENTITY_OF_TABLE[table]
     if action == "read" and "current" in text and not required:
@@ -189,13 +204,20 @@ def _subject(action: str, text: set[str], props: dict[str, Any], required: set[s
         ("distance" in text, "distance"),
         ("address" in text and bool({"latitude", "longitude"} & required), "address"),
         (bool({"location", "query", "place"} & required) and bool({"latitude", "longitude"} & set(props)), "place"),
-        (action == "read" and bool(required) and required <= {"latitude", "longitude", "lat", "lon", "lng"}, "address"),
+        (action in ("read", "compute") and bool(required) and required <= {"latitude", "longitude", "lat", "lon", "lng"}, "address"),
         (("difference" in text or "diff" in text) and "timestamp" in text, "time_diff"),
         (("shift" in text or "shifts" in text) and "timestamp" in text, "shift"),
         ({"year", "month", "day"} <= required, "to_timestamp"),
         ("timestamp" in required and ("datetime" in text or "date" in text), "to_datetime"),
         ("unit" in text or {"from_unit", "to_unit"} <= set(props), "unit"),
-        ("seconds" in text and "hours" in text, "hms"),
+        ("seconds" in text and "hours" in text and "timestamp" not in text, "hms"),
+        # Argument structure alone, for tools whose name and description are both hidden.
+        (len([a for a in required if "timestamp" in a]) >= 2, "time_diff"),
+        (any("timestamp" in a for a in required) and bool({"weeks", "days", "hours", "minutes"} & set(props)), "shift"),
+        (len(required) == 1 and "timestamp" in next(iter(required)), "to_datetime"),
+        (len([a for a in props if {"latitude", "longitude", "lat", "lon"} & set(words(a))]) >= 4, "distance"),
+        (any("phone" in a for a in required) and bool({"content", "message", "text", "body"} & required), "message"),
+        (set(props) == {"seconds"}, "hms"),
     ]
     return next((subject for hit, subject in rules if hit), "unknown")
 
@@ -204,16 +226,22 @@ def profile_tool(spec: ToolSpec, databases: Mapping[str, Mapping[str, str]]) -> 
     """Infer what one tool does from its public schema and the database headers."""
     opaque = bool(_OPAQUE.match(spec.name)) and words(spec.name)[0] not in _VERBS
     name_words = [] if opaque else words(spec.name)
+    # A scrambled ``module_N`` name still hints at its domain (messaging_1), never at its action.
+    domain_words = [w for w in words(spec.name) if not w.isdigit()] if opaque else []
     desc_words = words(_description(spec))
     props = _properties(spec)
     required = {str(r) for r in spec.parameters.get("required", []) if isinstance(r, str)}
     arg_words = [w for a in props for w in words(a)]
     argdesc_words = [w for p in props.values() if isinstance(p, Mapping) for w in words(str(p.get("description", "")))]
     text = set(name_words) | set(desc_words) | set(arg_words) | set(argdesc_words)
-    action = _action(name_words, desc_words, props)
-    subject = _subject(action, set(name_words) | set(desc_words) | set(arg_words), props, required, databases)
+    subject_words = set(name_words) | set(desc_words) | set(arg_words)
+    table = _table(set(props), subject_words | set(domain_words), databases)
+    action = _action(name_words, desc_words, props, required, table)
+    subject = _subject(action, subject_words, props, required, databases, table)
     if action == "toggle" and not subject.startswith(("wifi", "cellular", "location_service", "low_battery_mode")):
         action = "update"
+    if subject == "message" and table is None and action in ("compute", "create"):
+        action = "send"
     entity = subject if subject in ("contact", "message", "reminder") else None
     args = tuple(
         ArgInfo(a, a in required, _arg_kind(a, p if isinstance(p, Mapping) else {}, entity, action == "toggle"),

@@ -22,8 +22,6 @@ from collections.abc import Callable
 from typing import Any
 
 import polars as pl
-from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType, get_current_context
-from tool_sandbox.roles.base_role import BaseRole
 
 from dynsteer_hook.audit import StopRecord
 from dynsteer_hook.errors import Halt
@@ -36,6 +34,10 @@ from dynsteer_hook.events import (
     ToolResult,
     UserMessage,
 )
+from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
+
+from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType, get_current_context
+from tool_sandbox.roles.base_role import BaseRole
 
 STATE_NAMESPACES = (
     DatabaseNamespace.SETTING,

@@ -40,6 +40,21 @@ def add_run_parser(sub: Any) -> None:
     demo.add_argument("-p", "--parallel", type=int, default=1)
     demo.set_defaults(func=_cmd_demo)
 
+    be = sub.add_parser(
+        "blueprint-eval",
+        help="measure compiled blueprints against ToolSandbox's hidden milestones and minefields (paper Table 2)",
+        description="Compiles every scenario's public view with the deterministic generator (or reads --blueprints DIR), "
+        "compares each blueprint with the expert reference graph, prints the metrics overall and per category, "
+        "and writes blueprint_eval.csv and blueprint_eval.json.",
+    )
+    be.add_argument("--blueprints", type=Path, default=None, help="score stored blueprints <scenario>.json instead of compiling")
+    be.add_argument("-s", "--scenarios", nargs="*", help="names of scenarios to score (default: all)")
+    be.add_argument("-n", "--candidates", type=int, default=5, help="candidates per scenario for the deterministic generator")
+    be.add_argument("--ged-timeout", type=float, default=2.0, help="seconds allowed per graph-edit-distance computation")
+    be.add_argument("-o", "--out", type=Path, default=Path("blueprint_eval"), help="directory for blueprint_eval.csv and .json")
+    be.add_argument("--preferred_tool_backend", default="DEFAULT")
+    be.set_defaults(func=_cmd_blueprint_eval)
+
     sc = sub.add_parser("scenarios", help="list ToolSandbox scenario names")
     sc.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"])
     sc.set_defaults(func=_cmd_scenarios)
@@ -95,7 +110,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from dynsteer_hook.toolsandbox.runner import RunOptions, load_scenarios, run_scenarios
     from dynsteer_hook.toolsandbox.scripted import load_script
 
-    scripts = sorted(p for p in files("dynsteer_hook.data").joinpath("scripts").iterdir() if p.name.endswith(".json"))
+    scripts = sorted((p for p in files("dynsteer_hook.data").joinpath("scripts").iterdir() if p.name.endswith(".json")), key=lambda p: p.name)
     plan = [(Path(str(p)), list(load_script(Path(str(p))))) for p in scripts]
     names = sorted({n for _, ns in plan for n in ns})
     scenarios = load_scenarios(names)
@@ -118,4 +133,33 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
     scenarios = load_scenarios(None, args.preferred_tool_backend)
     for name, sc in scenarios.items():
         print(json.dumps({"name": name, "categories": [str(c) for c in sc.categories]}))
+    return 0
+
+
+def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
+    from dynsteer_hook.toolsandbox.blueprint_eval import evaluate_scenarios, render_table, summarize_by_category, write_outputs
+    from dynsteer_hook.toolsandbox.runner import load_scenarios
+
+    if args.candidates < 1:
+        raise DynsteerError(f"-n/--candidates {args.candidates} must be at least 1")
+    if args.blueprints is not None and not args.blueprints.is_dir():
+        raise DynsteerError(f"--blueprints {args.blueprints} is not a directory; pass the folder holding <scenario>.json files")
+    scenarios = load_scenarios(None, args.preferred_tool_backend)
+    if args.scenarios:
+        load_scenarios(args.scenarios, args.preferred_tool_backend)  # one clear error for unknown names
+    scores = evaluate_scenarios(
+        scenarios, args.scenarios or None, blueprint_dir=args.blueprints, candidates=args.candidates, ged_timeout=args.ged_timeout,
+    )
+    summary = summarize_by_category(scores)
+    print(render_table(summary))
+    overall = summary["ALL_CATEGORIES"]
+    if overall.get("compile_ms_median") is not None:
+        print(f"\ncompile time per scenario (no LLM): median {overall['compile_ms_median']:.2f} ms, "
+              f"p99 {overall['compile_ms_p99']:.2f} ms, max {overall['compile_ms_max']:.2f} ms")
+    settings = {
+        "source": str(args.blueprints) if args.blueprints else "deterministic generator (compiled now)",
+        "candidates": args.candidates, "ged_timeout_s": args.ged_timeout, "scenarios": len(scores),
+    }
+    csv_path, json_path = write_outputs(args.out, summary, scores, settings)
+    print(f"wrote {csv_path} and {json_path}")
     return 0

@@ -12,6 +12,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from dynsteer_hook.blueprint import ToolSpec
+from dynsteer_hook.task_view import PublicMessage, TaskView
+from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
+
 from tool_sandbox.common.execution_context import (
     DatabaseNamespace,
     ExecutionContext,
@@ -21,9 +25,6 @@ from tool_sandbox.common.execution_context import (
 )
 from tool_sandbox.common.scenario import Scenario
 from tool_sandbox.common.tool_conversion import convert_to_openai_tools
-
-from dynsteer_hook.blueprint import ToolSpec
-from dynsteer_hook.task_view import PublicMessage, TaskView
 
 
 def _agent_messages(ctx: ExecutionContext) -> list[PublicMessage]:

@@ -50,12 +50,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
+
 from tool_sandbox.common.evaluation import Milestone as TSMilestone
 from tool_sandbox.common.evaluation import SnapshotConstraint, guardrail_similarity
 from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType, ScenarioCategories
 from tool_sandbox.common.scenario import Scenario
-
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
 
 _SETTING_TOOLS = {
     "cellular": "set_cellular_service_status",

@@ -9,11 +9,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-from tool_sandbox.roles.base_role import BaseRole
+from typing import TYPE_CHECKING, Any
 
 from dynsteer_hook.errors import ScenarioError
+
+if TYPE_CHECKING:
+    from tool_sandbox.roles.base_role import BaseRole
 
 SCRIPTED = "Scripted"
 
@@ -26,6 +27,8 @@ class RoleFactory:
     kwargs: Mapping[str, Any] = field(default_factory=dict)
 
     def load(self) -> type[BaseRole]:
+        from dynsteer_hook.toolsandbox import _quiet  # noqa: F401
+
         module_name, _, cls_name = self.target.partition(":")
         try:
             module = importlib.import_module(module_name)

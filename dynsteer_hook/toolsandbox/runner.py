@@ -21,21 +21,22 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from tool_sandbox.common.execution_context import RoleType, ScenarioCategories
-from tool_sandbox.common.scenario import Scenario
-from tool_sandbox.roles.base_role import BaseRole
-from tool_sandbox.roles.execution_environment import ExecutionEnvironment
-
 from dynsteer_hook.audit import Report
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import ScenarioError
 from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.events import Event
 from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint, write_json_atomic, write_report
+from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.adapter import GuardedRole, RolloutSession
 from dynsteer_hook.toolsandbox.public_view import public_view
 from dynsteer_hook.toolsandbox.roles import AGENTS, SCRIPTED, USERS
 from dynsteer_hook.toolsandbox.scripted import ScriptedAgent, ScriptedUser, load_script
+
+from tool_sandbox.common.execution_context import RoleType, ScenarioCategories
+from tool_sandbox.common.scenario import Scenario
+from tool_sandbox.roles.base_role import BaseRole
+from tool_sandbox.roles.execution_environment import ExecutionEnvironment
 
 EVENTS_FILE = "dynsteer_events.jsonl"
 SUMMARY_FILE = "dynsteer_summary.json"
@@ -82,9 +83,8 @@ def blueprint_path(directory: Path, name: str) -> Path:
 def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRole], ScriptedAgent | None]:
     scripted_agent: ScriptedAgent | None = None
     script = load_script(options.script) if options.script else {}
-    if options.agent == SCRIPTED or options.user == SCRIPTED:
-        if name not in script:
-            raise ScenarioError(f"the script {options.script} has no entry for scenario {name!r}")
+    if SCRIPTED in (options.agent, options.user) and name not in script:
+        raise ScenarioError(f"the script {options.script} has no entry for scenario {name!r}")
     if options.agent == SCRIPTED:
         scripted_agent = ScriptedAgent(script[name].agent)
         agent: BaseRole = scripted_agent
@@ -204,7 +204,7 @@ def _play(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], output
             "milestone_mapping": ev.milestone_mapping,
             "minefield_mapping": ev.minefield_mapping,
         }
-    except Exception as exc:  # noqa: BLE001 - a crashing rollout is a result, as in ToolSandbox
+    except Exception as exc:  # a crashing rollout is a result, as in ToolSandbox
         return _crash_result(name, scenario, exc)
     finally:
         for role in roles.values():

@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
+
 from tool_sandbox.common.execution_context import RoleType, get_current_context
 from tool_sandbox.common.message_conversion import Message
 from tool_sandbox.roles.base_role import BaseRole
-
-from dynsteer_hook.errors import ScenarioError
 
 DONE_MESSAGE = "I have completed the task."
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-import tool_sandbox.scenarios  # noqa: F401 - fail loudly, never skip, when ToolSandbox is missing
 
 from dynsteer_hook.toolsandbox.runner import load_scenarios
+
+import tool_sandbox.scenarios  # noqa: F401 - fail loudly, never skip, when ToolSandbox is missing
 
 
 @pytest.fixture(scope="session")

@@ -40,7 +40,7 @@ def test_dynsteer_run_prints_a_verdict_per_scenario(scenarios: dict[str, Any], t
     code = main(["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "looping_agent.json"),
                  "-s", B, "-p", "1", "-o", str(tmp_path), "--n-stag", "5"])
     assert code == 0
-    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith(B + ":")][0]
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(B + ":"))
     assert "HALTED frontier_stagnation" in line and "t=5" in line
     out = _only_dir(tmp_path)
     assert json.loads((out / "dynsteer_summary.json").read_text())["halts_by_reason"] == {"frontier_stagnation": 1}

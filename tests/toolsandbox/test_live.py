@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ts_support import BLUEPRINTS, SCRIPTS, A, B, C, D, E, script_names
 
 from dynsteer_hook.cli import main as cli_main
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
-from ts_support import BLUEPRINTS, SCRIPTS, A, B, C, D, E, script_names
 
 pytestmark = pytest.mark.toolsandbox
 

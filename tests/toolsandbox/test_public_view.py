@@ -7,11 +7,12 @@ from typing import Any
 
 import polars as pl
 import pytest
-from tool_sandbox.common.evaluation import Milestone, Minefield, SnapshotConstraint, snapshot_similarity
-from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType
 from ts_support import B, D, E
 
 from dynsteer_hook.toolsandbox.public_view import public_view
+
+from tool_sandbox.common.evaluation import Milestone, Minefield, SnapshotConstraint, snapshot_similarity
+from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType
 
 pytestmark = pytest.mark.toolsandbox
 
