@@ -19,6 +19,7 @@ import structlog
 
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import DynsteerError, Halt
+from dynsteer_hook.judges.factory import JudgeSettings
 
 EXIT_USAGE = 2
 
@@ -63,6 +64,38 @@ def add_config_flags(p: argparse.ArgumentParser) -> None:
                    help="any other EvaluatorConfig field, e.g. --set efficiency_step_penalty=0.1")
 
 
+def add_judge_flags(p: argparse.ArgumentParser) -> None:
+    """Options of the Tier 2/3 LLM judges (without --judge-model: Tier 1 rules only)."""
+    g = p.add_argument_group("LLM judges (tiers 2 and 3)")
+    g.add_argument("--judge-model", default=None, help="litellm model string, e.g. openai/gpt-4o-mini; enables tiers 2 and 3")
+    g.add_argument("--judge-api-base", default=None, help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)")
+    g.add_argument("--judge-api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
+    g.add_argument("--judge-timeout", type=float, default=60.0, help="seconds per judge call")
+    g.add_argument("--judge-max-retries", type=int, default=2, help="retries on timeouts, 429 and 5xx")
+    g.add_argument("--judge-samples", type=int, default=2, help="samples of the tier 2 judge")
+    g.add_argument("--judge-passes", type=int, default=2, help="deliberation passes of the tier 3 judge")
+
+
+def judges_from_args(args: argparse.Namespace, config: EvaluatorConfig) -> tuple[JudgeSettings, EvaluatorConfig]:
+    """Judge settings, and the config with ``max_tier`` defaulting to 3 when a judge model is given."""
+    settings = JudgeSettings(
+        model=args.judge_model,
+        api_base=args.judge_api_base,
+        api_key_env=args.judge_api_key_env,
+        timeout=args.judge_timeout,
+        max_retries=args.judge_max_retries,
+        samples=args.judge_samples,
+        passes=args.judge_passes,
+    )
+    if settings.model and getattr(args, "max_tier", None) is None:
+        config = config.with_overrides(max_tier=3)
+    if config.max_tier > 1 and not settings.model:
+        raise DynsteerError(f"--max-tier {config.max_tier} needs an LLM judge: pass --judge-model (and --judge-api-base for a local server)")
+    if settings.samples < 1 or settings.passes < 1 or settings.max_retries < 0 or settings.timeout <= 0:
+        raise DynsteerError("--judge-samples and --judge-passes must be at least 1, --judge-max-retries 0 or more, --judge-timeout positive")
+    return settings, config
+
+
 def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
     """An ``EvaluatorConfig`` with the flags given on the command line."""
     overrides: dict[str, Any] = {k: getattr(args, k) for k in _THRESHOLD_FLAGS if getattr(args, k, None) is not None}
@@ -82,7 +115,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from dynsteer_hook.storage import AUDIT_LOG, JsonlSink, load_blueprint, read_events, write_report
 
     bp = load_blueprint(args.blueprint)
-    config = config_from_args(args)
+    settings, config = judges_from_args(args, config_from_args(args))
+    judges = settings.build()
     out = Path(args.report)
     if out.exists() and not out.is_dir():
         raise DynsteerError(f"report directory {out} is a file; pass a directory path with --report")
@@ -91,7 +125,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise DynsteerError(f"report directory {out} cannot be created ({exc.strerror}); pass a writable directory path with --report") from None
     with sink:
-        evaluator = Evaluator(bp, config, sink=sink)
+        evaluator = Evaluator(bp, config, sink=sink, judges=judges)
         try:
             for event in read_events(args.events):
                 evaluator.observe(event)
@@ -147,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--events", required=True, type=Path, help="event file, one JSON record per line")
     ev.add_argument("--report", required=True, type=Path, help="directory for the audit log and reports")
     add_config_flags(ev)
+    add_judge_flags(ev)
     ev.set_defaults(func=_cmd_evaluate)
 
     va = sub.add_parser("validate", help="check a blueprint's contracts against its own tool catalog")

@@ -43,13 +43,29 @@ NodeKey = tuple[str, str, int]  # (tool, role, occurrence)
 
 @dataclass(frozen=True, slots=True)
 class Candidate:
-    """One candidate plan: a parsed graph, or the raw text that failed to parse."""
+    """One candidate plan: a parsed graph, or the raw text that failed to parse.
+
+    Attributes:
+        name: Unique among the candidates of one compile.
+        blueprint: The graph, or None when the source could not produce one.
+        error: Why there is no graph (becomes the pruned candidate's message).
+        generator: The source that made it (recorded in provenance).
+        model: The model that made it (recorded in provenance).
+        rule: The pruning rule when there is no graph: ``parse``, ``empty``, ``json`` or ``shape``.
+        raw: The text the graph was read from, kept for the audit when it could not be.
+        tokens: Tokens the candidate cost (None: no language model involved).
+        cost_usd: What the candidate cost in US dollars (None: unknown or no model).
+    """
 
     name: str
     blueprint: Blueprint | None
     error: str | None = None
     generator: str = ""
     model: str = ""
+    rule: str = "parse"
+    raw: str | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
 
     @classmethod
     def from_text(cls, name: str, text: str, *, generator: str = "", model: str = "") -> Candidate:
@@ -59,7 +75,7 @@ class Candidate:
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "top level"
-            return cls(name, None, f"not a blueprint graph at {where}: {first.get('msg')}", generator, model)
+            return cls(name, None, f"not a blueprint graph at {where}: {first.get('msg')}", generator, model, raw=text)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +187,35 @@ def _break_cycles(g: nx.DiGraph) -> list[str]:
         g.remove_edge(*weakest)
 
 
+def screen_candidates(
+    candidates: Sequence[Candidate], catalog: ToolCatalog
+) -> tuple[list[tuple[str, Blueprint]], list[PrunedCandidate]]:
+    """Contract validation (eq. 2): the valid candidates' graphs, and the pruned ones with their first reason, by name."""
+    pruned: list[PrunedCandidate] = []
+    valid: list[tuple[str, Blueprint]] = []
+    for cand in sorted(candidates, key=lambda c: c.name):
+        if cand.blueprint is None:
+            pruned.append(PrunedCandidate(candidate=cand.name, rule=cand.rule or "parse", message=cand.error or "unparseable"))
+            continue
+        violations = validate_blueprint(cand.blueprint, catalog, cand.name)
+        if violations:
+            first = violations[0]
+            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
+            pruned.append(PrunedCandidate(candidate=cand.name, rule=first.rule, node=first.node, message=first.message + more))
+        else:
+            valid.append((cand.name, cand.blueprint))
+    return valid, pruned
+
+
+def _usage(candidates: Sequence[Candidate]) -> tuple[int | None, float | None]:
+    """Tokens and cost summed over the candidates that used a model (None, None when none did)."""
+    # Summed in name order: float addition must not depend on the candidates' order.
+    metered = sorted((c for c in candidates if c.tokens is not None or c.cost_usd is not None), key=lambda c: c.name)
+    if not metered:
+        return None, None
+    return sum(c.tokens or 0 for c in metered), sum(c.cost_usd or 0.0 for c in metered)
+
+
 def build_consensus(
     candidates: Sequence[Candidate],
     catalog: ToolCatalog,
@@ -188,20 +233,7 @@ def build_consensus(
     if len(set(names)) != len(names):
         dupes = sorted(n for n, k in Counter(names).items() if k > 1)
         raise ConsensusError(f"candidate names must be unique; {dupes} appear more than once")
-    ordered = sorted(candidates, key=lambda c: c.name)
-    pruned: list[PrunedCandidate] = []
-    valid: list[tuple[str, Blueprint]] = []
-    for cand in ordered:
-        if cand.blueprint is None:
-            pruned.append(PrunedCandidate(candidate=cand.name, rule="parse", message=cand.error or "unparseable"))
-            continue
-        violations = validate_blueprint(cand.blueprint, catalog, cand.name)
-        if violations:
-            first = violations[0]
-            more = f" (and {len(violations) - 1} more)" if len(violations) > 1 else ""
-            pruned.append(PrunedCandidate(candidate=cand.name, rule=first.rule, node=first.node, message=first.message + more))
-        else:
-            valid.append((cand.name, cand.blueprint))
+    valid, pruned = screen_candidates(candidates, catalog)
     if len(valid) < max(min_valid, 1):
         reasons = "; ".join(f"{p.candidate}: {p.rule}: {p.message}" for p in pruned[:3])
         raise ConsensusError(
@@ -272,6 +304,7 @@ def build_consensus(
     order = list(nx.lexicographical_topological_sort(reduced))
     by_id = {node_id(k): m for k, m in merged.items()}
     all_cands = list(candidates)
+    tokens, cost = _usage(all_cands)
     bp_out = Blueprint(
         task=task,
         milestones=tuple(by_id[i] for i in order),
@@ -289,6 +322,8 @@ def build_consensus(
             dropped_edges=tuple(sorted(dropped)),
             public_view_hash=public_view_hash,
             scenario=task or None,
+            tokens=tokens,
+            cost_usd=cost,
         ),
     )
     return ConsensusResult(

@@ -42,6 +42,39 @@ class LLMError(DynsteerError):
     """A language-model call failed in a way its caller must handle."""
 
 
+class LLMUsageError(LLMError):
+    """The call is misconfigured: an unknown model string, a missing or rejected API key, a rejected request.
+
+    Retrying cannot help; the user must change a flag or an environment variable.
+    """
+
+
+class LLMUnavailableError(LLMError):
+    """The provider kept failing (timeouts, 429, 5xx, refused connections) through every bounded retry.
+
+    Attributes:
+        attempts: How many calls were made before giving up.
+    """
+
+    def __init__(self, message: str, *, attempts: int) -> None:
+        super().__init__(message)
+        self.attempts = attempts
+
+
+class LLMOutputError(LLMError):
+    """The model answered, but not with what was asked (empty, not JSON, wrong shape).
+
+    Attributes:
+        raw: The model's answer text, kept for the audit.
+        rule: Short name of what was wrong: ``empty``, ``json`` or ``shape``.
+    """
+
+    def __init__(self, message: str, *, raw: str, rule: str) -> None:
+        super().__init__(message)
+        self.raw = raw
+        self.rule = rule
+
+
 class Halt(BaseException):
     """Raised inside a live rollout when the evaluator decides to stop it.
 

@@ -518,6 +518,8 @@ class Evaluator:
         for tier in sorted(set(used.values()), reverse=True):
             dims = tuple(d for d in DIMENSIONS if used[d] == tier)
             verdict = self._run_judge(tier, goal, dims, window, context, step.t)
+            for d in dims:  # a judge that raised was replaced by a lower tier's
+                used[d] = min(used[d], verdict.tier)
             missing = [d for d in dims if d not in verdict.scores]
             if verdict.degraded:
                 degraded.append(f"tier {tier} ({verdict.judge}): {verdict.degraded}")

@@ -33,10 +33,11 @@ from dynsteer_hook.tool_semantics import ArgInfo, ToolProfile, profile_tools, wo
 
 CERTAIN = 0.9
 NEEDED = 0.85
-_STOP = frozenset(
-    "the a an and or of to in on at for with from my me i you your is are was be it this that what how who when where which "
-    "please can could would will do does did have has had get set make want need some any all new".split()
-)
+_STOP = frozenset({
+    "the", "a", "an", "and", "or", "of", "to", "in", "on", "at", "for", "with", "from", "my", "me", "i", "you", "your", "is",
+    "are", "was", "be", "it", "this", "that", "what", "how", "who", "when", "where", "which", "please", "can", "could", "would",
+    "will", "do", "does", "did", "have", "has", "had", "get", "set", "make", "want", "need", "some", "any", "all", "new",
+})
 
 
 @dataclass(frozen=True, slots=True)

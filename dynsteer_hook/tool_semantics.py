@@ -20,7 +20,7 @@ from typing import Any
 from dynsteer_hook.blueprint import ToolSpec
 
 _VERBS: dict[str, str] = {}
-for _action, _words in {
+for _verb_action, _verb_words in {
     "read": "search find get request requests query lookup look list retrieve fetch check read show",
     "toggle": "set enable disable toggle turn switch",
     "create": "add create insert new register",
@@ -29,8 +29,8 @@ for _action, _words in {
     "send": "send post notify email",
     "compute": "convert converts conversion calculate calculates compute computes shift shifts diff difference transform",
 }.items():
-    for _w in _words.split():
-        _VERBS[_w] = _action
+    for _w in _verb_words.split():
+        _VERBS[_w] = _verb_action
 
 _ENTITY_OF_TABLE = {"CONTACT": "contact", "MESSAGING": "message", "REMINDER": "reminder"}
 _TABLE_WORDS = {"CONTACT": {"contact", "contacts", "person"}, "MESSAGING": {"message", "messages", "messaging"}, "REMINDER": {"reminder", "reminders"}}

@@ -37,6 +37,7 @@ import gc
 import json
 import logging
 import math
+import os
 import platform
 import random
 import statistics
@@ -739,6 +740,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
     )
 
+    load_before = os.getloadavg()[0]
     plan = make_plan(args.seed)
     events = make_trace(plan, args.seed)
     config = bench_config()
@@ -761,6 +763,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]
     out = {
         "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        "load_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)],  # before, after: other work skews wall-clock figures
         "seed": args.seed,
         "repeat": args.repeat,
         "warmup": args.warmup,
@@ -784,7 +788,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
 
     inp = out["inputs"]
-    print(f"dynsteer core bench  python {out['python']}  seed {args.seed}  repeat {args.repeat} (+{args.warmup} warm-up)")
+    load = out["load_1min"]
+    print(f"dynsteer core bench  python {out['python']}  seed {args.seed}  repeat {args.repeat} (+{args.warmup} warm-up)  "
+          f"load {load[0]:.2f}->{load[1]:.2f} on {out['cpus']} cpus")
     print(f"blueprint {inp['milestones']} milestones, {inp['edges']} edges, {inp['bindings']} bindings, {inp['minefields']} minefields, "
           f"{inp['tools']} tools; trace {inp['events']} events, {inp['closed_actions_per_trace']} closed actions")
     run = out["run"]

@@ -1,6 +1,7 @@
 """Regenerate blueprints/toolsandbox/<scenario>.json for every ToolSandbox scenario.
 
-Run it from the repository root (the package and ToolSandbox must be importable)::
+Run it from the repository root (this checkout's package and ToolSandbox must be
+importable, e.g. after ``pip install -e .``, or with ``PYTHONPATH=.``)::
 
     python scripts/build_blueprints.py               # compile what changed
     python scripts/build_blueprints.py --force       # recompile everything
@@ -29,7 +30,9 @@ from dynsteer_hook.errors import BlueprintError, DynsteerError
 from dynsteer_hook.generator import GENERATOR
 from dynsteer_hook.storage import load_blueprint, save_blueprint
 from dynsteer_hook.toolsandbox.public_view import public_view
-from dynsteer_hook.toolsandbox.runner import default_blueprint_dir, load_scenarios
+from dynsteer_hook.toolsandbox.runner import load_scenarios
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _up_to_date(path: Path, digest: str, candidates: int) -> bool:
@@ -48,7 +51,7 @@ def _percentile(values: list[float], q: float) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("-o", "--out", type=Path, default=default_blueprint_dir(), help="output directory (default: blueprints/toolsandbox)")
+    parser.add_argument("-o", "--out", type=Path, default=ROOT / "blueprints" / "toolsandbox", help="output directory (default: blueprints/toolsandbox of this checkout)")
     parser.add_argument("-s", "--scenarios", nargs="*", help="only these scenarios (default: all)")
     parser.add_argument("-n", "--candidates", type=int, default=5, help="deterministic candidates per scenario")
     parser.add_argument("--force", action="store_true", help="recompile even when the stored blueprint is up to date")
@@ -58,6 +61,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"build_blueprints: -n/--candidates {args.candidates} must be at least 1", file=sys.stderr)
         return 2
 
+    package = Path(sys.modules["dynsteer_hook"].__file__ or "").resolve().parents[1]
+    if package != ROOT:
+        print(f"build_blueprints: note: compiling with the dynsteer_hook installed from {package}, not this checkout {ROOT} "
+              "(run with PYTHONPATH=. or pip install -e . to use this checkout)", file=sys.stderr)
     start = time.perf_counter()
     try:
         scenarios = load_scenarios(args.scenarios or None)

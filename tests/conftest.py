@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 import structlog
+from fake_llm import FakeLLMServer
 
 from dynsteer_hook import cli
 
@@ -40,3 +41,13 @@ def core_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     only; tests/toolsandbox covers the rest.
     """
     monkeypatch.setitem(sys.modules, "dynsteer_hook.toolsandbox.cli", None)
+
+
+@pytest.fixture
+def llm_server() -> Iterator[FakeLLMServer]:
+    """A scripted OpenAI-compatible server on 127.0.0.1 (random free port), stopped after the test."""
+    server = FakeLLMServer().start()
+    try:
+        yield server
+    finally:
+        server.stop()

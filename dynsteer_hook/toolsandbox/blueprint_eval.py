@@ -112,11 +112,12 @@ def _reduced(nodes: Iterable[tuple[str, str]], edges: Iterable[tuple[str, str]])
 
 def ged_similarity(a: nx.DiGraph, b: nx.DiGraph, timeout: float = 2.0) -> float:
     """1 - GED / (|V_a| + |E_a| + |V_b| + |E_b|), exact GED bounded by ``timeout`` seconds."""
-    size = a.number_of_nodes() + a.number_of_edges() + b.number_of_nodes() + b.number_of_edges()
+    size: int = a.number_of_nodes() + a.number_of_edges() + b.number_of_nodes() + b.number_of_edges()
     if size == 0:
         return 1.0
-    ged = nx.graph_edit_distance(a, b, node_match=lambda x, y: x["label"] == y["label"], timeout=timeout, upper_bound=size)
-    return 1.0 - float(size if ged is None else ged) / size
+    ged: float | None = nx.graph_edit_distance(a, b, node_match=lambda x, y: x["label"] == y["label"], timeout=timeout, upper_bound=size)
+    distance = float(size) if ged is None else float(ged)
+    return 1.0 - distance / size
 
 
 def score_scenario(bp: Blueprint, ref: ReferenceGraph, *, ged_timeout: float = 2.0, compile_ms: float | None = None) -> ScenarioScore:

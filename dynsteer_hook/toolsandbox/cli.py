@@ -12,7 +12,7 @@ from dynsteer_hook.errors import DynsteerError
 
 def add_run_parser(sub: Any) -> None:
     """Register the ToolSandbox subcommands on the main parser."""
-    from dynsteer_hook.cli import add_config_flags
+    from dynsteer_hook.cli import add_config_flags, add_judge_flags
     from dynsteer_hook.toolsandbox.roles import AGENT_CHOICES, USER_CHOICES
 
     run = sub.add_parser(
@@ -33,6 +33,7 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--script", type=Path, default=None, help="script file for the Scripted agent/user")
     run.add_argument("--no-events", action="store_true", help="do not write dynsteer_events.jsonl per scenario")
     add_config_flags(run)
+    add_judge_flags(run)
     run.set_defaults(func=_cmd_run)
 
     demo = sub.add_parser("demo", help="the embedded default: real scenarios, scripted agents, dynsteer live, no API key")
@@ -74,7 +75,7 @@ def _verdict(result: dict[str, Any]) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dynsteer_hook.cli import config_from_args
+    from dynsteer_hook.cli import config_from_args, judges_from_args
     from dynsteer_hook.toolsandbox.runner import (
         TEST_SCENARIO_NAMES,
         RunOptions,
@@ -85,13 +86,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.parallel < 1:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
+    settings, config = judges_from_args(args, config_from_args(args))
+    settings.build()  # a bad model string or a missing key stops the run before it starts
     options = RunOptions(
         agent=args.agent,
         user=args.user,
         evaluator=args.evaluator,
         blueprint_dir=args.blueprints,
         script=args.script,
-        config=config_from_args(args),
+        config=config,
+        judges=settings,
         write_events=not args.no_events,
     )
     names = TEST_SCENARIO_NAMES if args.test_mode else args.scenarios

@@ -26,6 +26,7 @@ from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import ScenarioError
 from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.events import Event
+from dynsteer_hook.judges.factory import JudgeSettings
 from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint, write_json_atomic, write_report
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.adapter import GuardedRole, RolloutSession
@@ -67,6 +68,7 @@ class RunOptions:
     blueprint_dir: Path | None = None
     script: Path | None = None
     config: EvaluatorConfig = field(default_factory=EvaluatorConfig)
+    judges: JudgeSettings = field(default_factory=JudgeSettings)
     write_events: bool = True
 
 
@@ -159,7 +161,7 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
     stale = bool(prov and prov.public_view_hash and prov.public_view_hash != public_view(name, scenario).digest())
     spent = [0.0]
     with JsonlSink(trajectory / AUDIT_LOG) as sink:
-        evaluator = Evaluator(bp, options.config, sink=sink)
+        evaluator = Evaluator(bp, options.config, sink=sink, judges=options.judges.build())
         log = EventLog(trajectory / EVENTS_FILE) if options.write_events else None
         if log is not None:
             log.meta(task=name, blueprint=str(blueprint_path(directory, name).name))

@@ -1,0 +1,133 @@
+"""Tier 2 and Tier 3 stage judges that ask a language model (through ``dynsteer_hook.llm``).
+
+Both take any client with ``complete_json(messages, output, ...)`` (``LLMClient`` in use,
+a fake in tests) and never raise for a model's misbehaviour or an unreachable provider:
+the verdict comes back without the failed dimensions and with ``degraded`` saying why, and
+the evaluator falls back to a lower tier and records it.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+from dynsteer_hook.errors import LLMError
+from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
+from dynsteer_hook.judges.prompts import (
+    SpecialistJudgement,
+    StandardJudgement,
+    specialist_messages,
+    standard_messages,
+)
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class JsonClient(Protocol):
+    """What the judges need from an LLM client."""
+
+    @property
+    def model(self) -> str:
+        """The model string."""
+        ...
+
+    def complete_json(self, messages: Any, output: type[T], *, temperature: float | None = None,
+                      max_tokens: int | None = None) -> Any:
+        """A completion validated as ``output`` (value None when the answer was unusable)."""
+        ...
+
+
+def _usage(reply: Any) -> tuple[int, float]:
+    usage = reply.completion.usage
+    return int(usage.total_tokens), float(usage.cost_usd)
+
+
+@dataclass(frozen=True)
+class StandardJudge:
+    """Tier 2: one multi-field JSON pass over every requested dimension, over ``samples`` samples.
+
+    Scores are averaged over the usable samples; the reported confidence is the mean
+    confidence lowered by the samples' disagreement (one minus twice the score spread).
+    """
+
+    client: JsonClient
+    samples: int = 2
+    temperature: float = 0.7
+    max_tokens: int = 800
+    name: str = "tier2-standard"
+
+    def __call__(self, request: JudgeRequest) -> Verdict:
+        messages = standard_messages(request)
+        good: list[StandardJudgement] = []
+        problems: list[str] = []
+        tokens, cost, calls = 0, 0.0, 0
+        for _ in range(max(1, self.samples)):
+            try:
+                reply = self.client.complete_json(messages, StandardJudgement, temperature=self.temperature, max_tokens=self.max_tokens)
+            except LLMError as exc:
+                problems.append(str(exc))
+                break  # the provider is down: more samples would only wait longer
+            calls += 1
+            t, c = _usage(reply)
+            tokens, cost = tokens + t, cost + c
+            if reply.value is None:
+                problems.append(f"unusable answer ({reply.rule}): {reply.error}")
+            else:
+                good.append(reply.value)
+        scores: dict[str, DimensionScore] = {}
+        for d in request.dimensions:
+            votes = [g.dimensions[d] for g in good if d in g.dimensions]
+            if not votes:
+                continue
+            values = [v.score for v in votes]
+            mean = statistics.fmean(values)
+            spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+            confidence = statistics.fmean(v.confidence for v in votes) * max(0.0, 1.0 - 2.0 * spread)
+            closest = min(votes, key=lambda v: abs(v.score - mean))
+            cited = sorted({t for v in votes for t in v.cited_steps})
+            scores[d] = DimensionScore(mean, confidence, closest.rationale, tuple(cited))
+        missing = [d for d in request.dimensions if d not in scores]
+        degraded = None
+        if problems or missing:
+            degraded = "; ".join(problems[:2]) or f"no score for {missing}"
+        return Verdict(scores=scores, judge=f"{self.name}:{self.client.model}", tier=2, degraded=degraded,
+                       tokens=tokens, cost_usd=cost, calls=calls)
+
+
+@dataclass(frozen=True)
+class ExpertJudge:
+    """Tier 3: a specialist per dimension with ``passes`` deliberation passes (each reviews the last)."""
+
+    client: JsonClient
+    passes: int = 2
+    temperature: float = 0.2
+    max_tokens: int = 1200
+    name: str = "tier3-specialist"
+
+    def __call__(self, request: JudgeRequest) -> Verdict:
+        scores: dict[str, DimensionScore] = {}
+        problems: list[str] = []
+        tokens, cost, calls = 0, 0.0, 0
+        for d in request.dimensions:
+            latest: SpecialistJudgement | None = None
+            for _ in range(max(1, self.passes)):
+                try:
+                    reply = self.client.complete_json(specialist_messages(request, d, latest), SpecialistJudgement,
+                                                      temperature=self.temperature, max_tokens=self.max_tokens)
+                except LLMError as exc:
+                    problems.append(f"{d}: {exc}")
+                    break
+                calls += 1
+                t, c = _usage(reply)
+                tokens, cost = tokens + t, cost + c
+                if reply.value is None:
+                    problems.append(f"{d}: unusable answer ({reply.rule}): {reply.error}")
+                    break
+                latest = reply.value
+            if latest is not None:
+                scores[d] = DimensionScore(latest.score, latest.confidence, latest.rationale, tuple(latest.cited_steps))
+        return Verdict(scores=scores, judge=f"{self.name}:{self.client.model}", tier=3,
+                       degraded="; ".join(problems[:3]) or None, tokens=tokens, cost_usd=cost, calls=calls)

@@ -1,0 +1,435 @@
+"""The one module that talks to language models, through litellm.
+
+Every LLM call of the package (blueprint candidate synthesis now, tier 2/3 stage judges
+later) goes through ``LLMClient``: any litellm model string and ``api_base`` (OpenAI,
+Anthropic, vLLM, Ollama, a llama.cpp server). The client owns:
+
+* retries: timeouts, 429, 5xx and connection errors are retried a bounded number of
+  times with exponential backoff (honouring ``Retry-After`` up to the cap); other 4xx
+  answers (bad key, bad request, unknown model) are not retried;
+* timeouts per call;
+* accounting: tokens from the provider's usage block, cost from
+  ``litellm.completion_cost`` when litellm knows the model's price, else 0 with a note;
+* a JSON mode (``complete_json``) that asks the provider for JSON where it can, then
+  validates the answer itself with ``Model.model_validate_json``.
+
+Errors: ``LLMUsageError`` for what the user must fix (model string, API key, rejected
+request), ``LLMUnavailableError`` when the provider keeps failing through every retry.
+Model misbehaviour (empty, not JSON, wrong shape) is not an exception here: it comes
+back in the ``JsonCompletion`` with the raw text, and ``unwrap`` turns it into
+``LLMOutputError`` for callers that want one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Generic, Literal, TypeVar
+
+import structlog
+from pydantic import BaseModel
+
+from dynsteer_hook.errors import LLMOutputError, LLMUnavailableError, LLMUsageError
+from dynsteer_hook.llm_output import excerpt, parse_output
+
+# litellm downloads a price map at import unless told otherwise; the user's choice wins.
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+import litellm  # after the environment variable above
+import openai  # litellm's errors derive from the OpenAI client's
+from litellm import exceptions as llm_errors
+
+litellm.suppress_debug_info = True  # it prints provider lists to stdout on errors otherwise
+
+log = structlog.get_logger(__name__)
+
+T = TypeVar("T", bound=BaseModel)
+
+Message = Mapping[str, str]
+JsonMode = Literal["auto", "object", "schema", "off"]
+
+LOCAL_PLACEHOLDER_KEY = "no-key"
+"""Sent to a custom ``api_base`` when no key is configured: local servers ignore it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens and cost of one or more calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cost_known: bool = True
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.cost_usd + other.cost_usd,
+            self.cost_known and other.cost_known,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """One answered call."""
+
+    text: str
+    model: str
+    usage: Usage
+    attempts: int
+    seconds: float
+    finish_reason: str | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def truncated(self) -> bool:
+        """The provider stopped at the token limit."""
+        return self.finish_reason == "length"
+
+
+@dataclass(frozen=True, slots=True)
+class JsonCompletion(Generic[T]):
+    """An answered call whose text was validated as ``T``; ``value`` is None when it was not."""
+
+    completion: Completion
+    value: T | None
+    rule: str | None = None  # empty | json | shape
+    error: str | None = None
+
+    def unwrap(self) -> T:
+        """The validated value.
+
+        Raises:
+            LLMOutputError: The answer was empty, not JSON or of the wrong shape (raw text kept).
+        """
+        if self.value is None:
+            raise LLMOutputError(
+                f"model {self.completion.model} answered unusably: {self.error}",
+                raw=self.completion.text,
+                rule=self.rule or "shape",
+            )
+        return self.value
+
+
+def backoff_delay(retry: int, base: float, cap: float, retry_after: float | None = None) -> float:
+    """Seconds to wait before retry number ``retry`` (0-based): base * 2**retry, capped; a server's Retry-After wins up to the cap."""
+    delay = min(cap, base * (2**retry))
+    if retry_after is not None and retry_after > delay:
+        delay = min(cap, retry_after)
+    return max(0.0, float(delay))
+
+
+def _status(exc: BaseException) -> int | None:
+    code = getattr(exc, "status_code", None)
+    return code if isinstance(code, int) else None
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    try:
+        value = headers.get("retry-after")
+        return float(value) if value is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _connection_refused(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):
+        if seen is None:
+            return False
+        if isinstance(seen, ConnectionRefusedError) or "connection refused" in str(seen).lower() or type(seen).__name__ == "ConnectError":
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def classify(exc: BaseException) -> str | None:
+    """The retryable kind of a provider error (``timeout``, ``connection``, ``rate-limit``, ``server``), or None if retrying cannot help."""
+    if isinstance(exc, llm_errors.Timeout):
+        return "timeout"
+    status = _status(exc)
+    if isinstance(exc, llm_errors.RateLimitError) or status == 429:
+        return "rate-limit"
+    if _connection_refused(exc):
+        return "connection"
+    if isinstance(exc, llm_errors.APIConnectionError):
+        return "connection"
+    if status is not None and status >= 500:
+        return "server"
+    if status is None and isinstance(exc, llm_errors.APIError):
+        return "server"
+    return None
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).replace("litellm.", "")
+    return excerpt(text, 200)
+
+
+@dataclass(frozen=True)
+class LLMClient:
+    """Settings of one model endpoint, and the calls made through it.
+
+    Attributes:
+        model: A litellm model string, e.g. ``openai/gpt-4o-mini``, ``anthropic/claude-3-5-haiku-latest``,
+            ``ollama/llama3``, or ``openai/<name>`` with ``api_base`` for any OpenAI-compatible server.
+        api_base: Endpoint URL (vLLM, Ollama, llama.cpp, a proxy); None for the provider's own.
+        api_key: Key to send; None lets litellm read the provider's environment variable.
+        timeout: Seconds allowed per call.
+        max_retries: Retries after the first call for timeouts, 429, 5xx and connection errors.
+        backoff_base: Seconds before the first retry; doubled for each next one.
+        backoff_max: Cap on one wait, also on a server's Retry-After.
+        temperature: Sampling temperature unless a call sets its own.
+        max_tokens: Answer length limit unless a call sets its own (None: the provider's default).
+        json_mode: How ``complete_json`` asks for JSON: ``object`` sends
+            ``{"type": "json_object", "schema": ...}`` (llama.cpp, vLLM, Ollama), ``schema`` sends
+            OpenAI's ``json_schema`` type, ``off`` sends nothing; ``auto`` picks ``object`` for a custom
+            ``api_base``, ``schema`` where litellm says the model supports it, else ``object``.
+        extra: More keyword arguments for ``litellm.completion`` (e.g. ``mock_response`` in tests).
+        sleep: The waiting function between retries (tests pass a recorder).
+    """
+
+    model: str
+    api_base: str | None = None
+    api_key: str | None = field(default=None, repr=False)
+    timeout: float = 120.0
+    max_retries: int = 3
+    backoff_base: float = 1.0
+    backoff_max: float = 30.0
+    temperature: float = 0.7
+    max_tokens: int | None = 2048
+    json_mode: JsonMode = "auto"
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not self.model or not self.model.strip():
+            raise LLMUsageError("the model string is empty; pass a litellm model such as openai/gpt-4o-mini")
+        if self.max_retries < 0:
+            raise LLMUsageError(f"max_retries {self.max_retries} must be 0 or more")
+        if self.timeout <= 0:
+            raise LLMUsageError(f"timeout {self.timeout} must be a positive number of seconds")
+        if self.backoff_base < 0 or self.backoff_max < 0:
+            raise LLMUsageError("backoff_base and backoff_max must be 0 or more seconds")
+
+    def with_options(self, **changes: Any) -> LLMClient:
+        """A copy with some settings changed."""
+        return replace(self, **changes)
+
+    # -- configuration checks -------------------------------------------------------
+
+    def provider(self) -> str:
+        """The litellm provider the model string names.
+
+        Raises:
+            LLMUsageError: litellm cannot tell the provider from the model string.
+        """
+        try:
+            _, provider, _, _ = litellm.get_llm_provider(self.model, api_base=self.api_base)
+        except Exception:
+            raise LLMUsageError(
+                f"model {self.model!r} names no provider litellm knows; write it as provider/model, e.g. openai/gpt-4o-mini, "
+                "anthropic/claude-3-5-haiku-latest, ollama/llama3, or openai/<name> with --api-base for an OpenAI-compatible server"
+            ) from None
+        return str(provider)
+
+    def _resolved_key(self) -> str | None:
+        if self.api_key is not None:
+            return self.api_key
+        if "mock_response" in self.extra or "mock_timeout" in self.extra:
+            return LOCAL_PLACEHOLDER_KEY
+        env = litellm.validate_environment(model=self.model, api_base=self.api_base)
+        missing = [k for k in env.get("missing_keys", []) if not k.endswith("_API_BASE")]
+        if not missing:
+            return None
+        if self.api_base:
+            return LOCAL_PLACEHOLDER_KEY
+        raise LLMUsageError(
+            f"model {self.model!r} needs an API key: set {' or '.join(missing)} in the environment, "
+            "or name another variable with --api-key-env"
+        )
+
+    def check(self) -> None:
+        """Check the model string and the API key before the first call.
+
+        Raises:
+            LLMUsageError: Unknown provider or missing API key (one sentence naming the fix).
+        """
+        self.provider()
+        self._resolved_key()
+
+    def _response_format(self, schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
+        mode = self.json_mode
+        if mode == "off":
+            return None
+        if mode == "auto":
+            if self.api_base:
+                mode = "object"
+            else:
+                try:
+                    mode = "schema" if schema is not None and litellm.supports_response_schema(self.model) else "object"
+                except Exception:  # litellm raises for models it has never heard of
+                    mode = "object"
+        if mode == "schema" and schema is not None:
+            return {"type": "json_schema", "json_schema": {"name": "output", "schema": dict(schema), "strict": False}}
+        fmt: dict[str, Any] = {"type": "json_object"}
+        if schema is not None:
+            fmt["schema"] = dict(schema)
+        return fmt
+
+    # -- calls ------------------------------------------------------------------------
+
+    def _call(self, kwargs: dict[str, Any]) -> Any:
+        return litellm.completion(**kwargs)
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        response_format: Mapping[str, Any] | None = None,
+    ) -> Completion:
+        """One chat completion, with bounded retries.
+
+        Raises:
+            LLMUsageError: The configuration or the request is wrong (not retried).
+            LLMUnavailableError: Timeouts, 429, 5xx or connection errors through every retry.
+        """
+        self.provider()
+        key = self._resolved_key()
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in messages],
+            "temperature": self.temperature if temperature is None else temperature,
+            "timeout": self.timeout,
+            "max_retries": 0,  # the OpenAI client's own retries would multiply ours
+            "num_retries": 0,
+            "drop_params": True,  # providers without a parameter (seed, response_format) ignore it
+        }
+        limit = self.max_tokens if max_tokens is None else max_tokens
+        if limit is not None:
+            kwargs["max_tokens"] = limit
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if key is not None:
+            kwargs["api_key"] = key
+        if response_format is not None:
+            kwargs["response_format"] = dict(response_format)
+        kwargs.update(self.extra)
+
+        notes: list[str] = []
+        start = time.perf_counter()
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                response = self._call(kwargs)
+                break
+            except (llm_errors.AuthenticationError, llm_errors.PermissionDeniedError) as exc:
+                raise LLMUsageError(
+                    f"{self._where()} rejected the API key ({_short(exc)}); check the key or --api-key-env"
+                ) from None
+            except Exception as exc:
+                kind = classify(exc)
+                if kind is None:
+                    if "response_format" in kwargs and isinstance(exc, llm_errors.BadRequestError):
+                        # Some providers reject JSON mode; the answer is validated anyway.
+                        notes.append(f"the provider rejected response_format ({_short(exc)}); asked again without it")
+                        del kwargs["response_format"]
+                        continue
+                    if not isinstance(exc, openai.OpenAIError):
+                        raise  # not a provider answer: a bug, let it show
+                    raise LLMUsageError(f"{self._where()} refused the request ({_short(exc)}); check the model name and options") from None
+                if attempt > self.max_retries:
+                    raise self._unavailable(kind, exc, attempt) from None
+                delay = backoff_delay(attempt - 1, self.backoff_base, self.backoff_max, _retry_after(exc))
+                log.info("llm.retry", model=self.model, kind=kind, attempt=attempt, delay_s=delay, error=_short(exc))
+                notes.append(f"attempt {attempt}: {kind} ({_short(exc)}); retried after {delay:.2f} s")
+                self.sleep(delay)
+        seconds = time.perf_counter() - start
+        return self._completion(response, attempt, seconds, notes)
+
+    def complete_json(
+        self,
+        messages: Sequence[Message],
+        output: type[T],
+        *,
+        schema: Mapping[str, Any] | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+    ) -> JsonCompletion[T]:
+        """A completion whose answer is validated as ``output``; misbehaviour is returned, not raised.
+
+        Args:
+            messages: Chat messages.
+            output: The pydantic model the answer must match (validated with ``model_validate_json``).
+            schema: JSON Schema sent to the provider; defaults to ``output``'s own schema.
+            temperature: Overrides the client's temperature.
+            max_tokens: Overrides the client's limit.
+
+        Raises:
+            LLMUsageError: As ``complete``.
+            LLMUnavailableError: As ``complete``.
+        """
+        fmt = self._response_format(schema if schema is not None else output.model_json_schema())
+        completion = self.complete(messages, temperature=temperature, max_tokens=max_tokens, response_format=fmt)
+        parsed = parse_output(completion.text, output, truncated=completion.truncated)
+        return JsonCompletion(completion, parsed.value, parsed.rule, parsed.error)
+
+    # -- helpers ----------------------------------------------------------------------
+
+    def _where(self) -> str:
+        return f"provider of {self.model}" + (f" at {self.api_base}" if self.api_base else "")
+
+    def _unavailable(self, kind: str, exc: BaseException, attempts: int) -> LLMUnavailableError:
+        what = {
+            "timeout": f"did not answer within {self.timeout:g} s",
+            "connection": "could not be reached",
+            "rate-limit": "kept answering 429 (rate limit)",
+            "server": "kept failing with server errors",
+        }[kind]
+        fix = {
+            "timeout": "raise --timeout or use a faster model",
+            "connection": "check --api-base and that the server is running",
+            "rate-limit": "wait, or raise --max-retries",
+            "server": "try again later or check the server's log",
+        }[kind]
+        return LLMUnavailableError(
+            f"the {self._where()} {what} after {attempts} attempt{'s' if attempts != 1 else ''} (last error: {_short(exc)}); {fix}",
+            attempts=attempts,
+        )
+
+    def _completion(self, response: Any, attempts: int, seconds: float, notes: list[str]) -> Completion:
+        choice = response.choices[0] if getattr(response, "choices", None) else None
+        message = getattr(choice, "message", None)
+        text = getattr(message, "content", None) or ""
+        usage = getattr(response, "usage", None)
+        prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        answer = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost, known = 0.0, True
+        try:
+            cost = float(litellm.completion_cost(completion_response=response) or 0.0)
+        except Exception:
+            known = False
+            notes.append(f"cost unknown: litellm has no price for {self.model}; counted as 0")
+        return Completion(
+            text=text if isinstance(text, str) else str(text),
+            model=self.model,
+            usage=Usage(prompt, answer, cost, known),
+            attempts=attempts,
+            seconds=seconds,
+            finish_reason=getattr(choice, "finish_reason", None),
+            notes=tuple(notes),
+        )

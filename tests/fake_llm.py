@@ -1,0 +1,110 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1, for LLM tests that must not reach the network.
+
+Each request takes the next scripted ``Reply`` (a status, a delay, an answer text and a
+usage block); every request body is recorded. The real HTTP client, its timeouts and
+the package's retries run against it.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One scripted answer."""
+
+    content: str | None = "{}"
+    status: int = 200
+    delay: float = 0.0
+    prompt_tokens: int = 100
+    completion_tokens: int = 50
+    finish_reason: str = "stop"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+class FakeLLMServer:
+    """The server; ``script`` queues replies, ``requests`` holds the bodies received."""
+
+    def __init__(self) -> None:
+        self.replies: deque[Reply] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
+                pass
+
+            def do_GET(self) -> None:
+                self._send(200, {"object": "list", "data": [{"id": "fake", "object": "model"}]}, {})
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}")
+                with outer._lock:
+                    outer.requests.append(body)
+                    reply = outer.replies.popleft() if outer.replies else Reply(content=None, status=500)
+                if reply.delay:
+                    time.sleep(reply.delay)
+                if reply.status != 200:
+                    payload = {"error": {"message": f"scripted status {reply.status}", "type": "server_error", "code": reply.status}}
+                    self._send(reply.status, payload, reply.headers)
+                    return
+                payload = {
+                    "id": f"chatcmpl-{len(outer.requests)}",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
+                                 "finish_reason": reply.finish_reason}],
+                    "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
+                              "total_tokens": reply.prompt_tokens + reply.completion_tokens},
+                }
+                self._send(200, payload, reply.headers)
+
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
+                data = json.dumps(payload).encode()
+                try:
+                    self.send_response(status)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.end_headers()
+                    self.wfile.write(data)
+                except (BrokenPipeError, ConnectionResetError):
+                    pass  # the client gave up (a timeout test)
+
+        class Server(ThreadingHTTPServer):
+            daemon_threads = True
+            block_on_close = False  # a handler still sleeping past a client's timeout must not hold up the test
+
+        self._server = Server(("127.0.0.1", 0), Handler)
+        self.port = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        """The ``api_base`` to give the client."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(self, *replies: Reply) -> None:
+        """Queue replies, answered in order."""
+        with self._lock:
+            self.replies.extend(replies)
+
+    def start(self) -> FakeLLMServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
