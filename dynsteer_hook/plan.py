@@ -118,6 +118,7 @@ class PlanBuilder:
         return min(hits, key=lambda p: (p.opaque_name, len(p.args), p.name)) if hits else None
 
     def add(self, tool: str, evidence: float, description: str, args: tuple[ArgPredicate, ...] = (), *, core: bool = True, focus: str = "") -> None:
+        """Add an operation, or raise the evidence of one already planned."""
         old = self.ops.get(tool)
         if old is None or evidence > old.evidence:
             self.ops[tool] = PlanOp(tool, evidence, description, args or (old.args if old else ()), core or bool(old and old.core), focus)
@@ -125,6 +126,7 @@ class PlanBuilder:
             self.ops[tool] = PlanOp(old.tool, old.evidence, old.description, old.args, True, old.focus)
 
     def edge(self, source: str, target: str, evidence: float = NEEDED, focus: str = "") -> None:
+        """Order ``source`` before ``target``."""
         if source != target and (source, target) not in self.edges:
             self.edges[(source, target)] = PlanEdge(source, target, evidence, focus)
 
@@ -136,6 +138,7 @@ class PlanBuilder:
             self.notes.append(f"unmet optional need: {why}")
 
     def bind(self, producer: ToolProfile, consumer: ToolProfile, arg: ArgInfo, column: str) -> None:
+        """``consumer.arg`` carries the ``column`` value of ``producer``'s result."""
         self.bindings.append(PlanBinding(producer.name, consumer.name, arg.name, column))
 
     # -- requirements ------------------------------------------------------------------
@@ -162,6 +165,7 @@ class PlanBuilder:
         return next((c for c in columns if c.endswith(arg) or arg.endswith(c)), None)
 
     def need_now(self, consumer: ToolProfile | None, goal: str, *, required: bool, evidence: float) -> bool:
+        """The current time; ordered before ``consumer`` when a required argument is computed from it."""
         clock = self.find(("read",), "now")
         if clock is None:
             if required:
@@ -173,9 +177,10 @@ class PlanBuilder:
         return True
 
     def need_here(self, consumer: ToolProfile, goal: str) -> bool:
+        """The current location, read before ``consumer`` and carried into its coordinates."""
         locator = self.find(("read",), "here")
         if locator is None:
-            self.missing.append((goal, "the user's current coordinates cannot be read with these tools"))
+            self.lack(goal, "the user's current coordinates cannot be read with these tools", NEEDED)
             return False
         self.add(locator.name, NEEDED, "read the current location")
         self.edge(locator.name, consumer.name)
@@ -186,6 +191,7 @@ class PlanBuilder:
         return True
 
     def need_place(self, consumer: ToolProfile, goal: str, evidence: float = NEEDED) -> bool:
+        """A search for the named place, whose coordinates ``consumer`` needs."""
         finder = self.find(("read",), "place")
         if finder is None:
             self.lack(goal, f"no tool finds the coordinates of {self.reading.place or 'the place'}", evidence)
@@ -197,6 +203,7 @@ class PlanBuilder:
     # -- predicates ------------------------------------------------------------------
 
     def contains(self, tool: ToolProfile, kinds: tuple[str, ...], names: tuple[str, ...], value: str | None) -> tuple[ArgPredicate, ...]:
+        """A case-insensitive ``contains`` on the first *required* argument of those kinds (and names)."""
         if not value:
             return ()
         for a in tool.required:
@@ -205,18 +212,39 @@ class PlanBuilder:
         return ()
 
     def phone_pred(self, tool: ToolProfile) -> tuple[ArgPredicate, ...]:
+        """The last ten digits of the one phone number the user gave."""
         if len(self.reading.phones) != 1:
             return ()
         digits = re.sub(r"\D", "", self.reading.phones[0])[-10:]
         return self.contains(tool, ("phone",), (), digits)
 
     def id_pred(self, tool: ToolProfile, entity: str) -> tuple[ArgPredicate, ...]:
+        """The one identifier the user gave."""
         if len(self.reading.uuids) != 1:
             return ()
         return self.contains(tool, (f"id:{entity}",), (), self.reading.uuids[0].lower())
 
     def switch_pred(self, tool: ToolProfile, value: bool) -> tuple[ArgPredicate, ...]:
+        """The direction of a toggle, when its switch is (or may be) boolean."""
         for a in tool.args_of("switch"):
             if a.json_type in (None, "boolean"):
                 return (ArgPredicate(arg=a.name, op="eq", value=value),)
         return ()
+
+    def goal_tool(self, intent: Intent, actions: tuple[str, ...], description: str, args: tuple[ArgPredicate, ...] = ()) -> ToolProfile | None:
+        """The tool that carries out ``intent`` (recorded as absent when the catalog has none)."""
+        tool = self.find(actions, intent.subject)
+        if tool is None:
+            self.absent.append(intent)
+            return None
+        self.add(tool.name, intent.evidence, description, args)
+        self.goal_tools.append(tool.name)
+        return tool
+
+    def toggle_value(self, p: ToolProfile) -> bool | None:
+        """The direction a planned toggle is set to, if its predicate says."""
+        op = self.ops.get(p.name)
+        for pred in op.args if op else ():
+            if pred.op == "eq" and isinstance(pred.value, bool):
+                return pred.value
+        return None

@@ -349,7 +349,7 @@ def load_scenarios(names: list[str] | None, preferred_tool_backend: str = "DEFAU
         from tool_sandbox.scenarios import named_scenarios
 
         random.seed(42)
-        everything = named_scenarios(preferred_tool_backend=preferred_tool_backend)  # type: ignore[arg-type]
+        everything = named_scenarios(preferred_tool_backend=preferred_tool_backend)
         _LOADED[preferred_tool_backend] = (everything, random.getstate())
     everything, state = _LOADED[preferred_tool_backend]
     random.setstate(state)  # type: ignore[arg-type]
