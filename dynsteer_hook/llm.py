@@ -23,6 +23,7 @@ back in the ``JsonCompletion`` with the raw text, and ``unwrap`` turns it into
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -43,7 +44,7 @@ from litellm import exceptions as llm_errors
 
 litellm.suppress_debug_info = True  # it prints provider lists to stdout on errors otherwise
 
-log = structlog.get_logger(__name__)
+_log = structlog.get_logger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -118,6 +119,15 @@ class JsonCompletion(Generic[T]):
         return self.value
 
 
+def price_known(model: str) -> bool:
+    """Whether litellm's price map has ``model`` (else its cost is counted as 0)."""
+    try:
+        info = litellm.get_model_info(model)
+    except Exception:  # litellm raises for models it has never heard of
+        return False
+    return bool(info.get("input_cost_per_token") or info.get("output_cost_per_token"))
+
+
 def backoff_delay(retry: int, base: float, cap: float, retry_after: float | None = None) -> float:
     """Seconds to wait before retry number ``retry`` (0-based): base * 2**retry, capped; a server's Retry-After wins up to the cap."""
     delay = min(cap, base * (2**retry))
@@ -172,8 +182,11 @@ def classify(exc: BaseException) -> str | None:
     return None
 
 
+_REPEATED_PREFIX = re.compile(r"\b(\w+): \1: ")
+
+
 def _short(exc: BaseException) -> str:
-    text = str(exc).replace("litellm.", "")
+    text = _REPEATED_PREFIX.sub(r"\1: ", str(exc).replace("litellm.", "")).replace("OpenAIException - ", "")
     return excerpt(text, 200)
 
 
@@ -355,7 +368,7 @@ class LLMClient:
                 if attempt > self.max_retries:
                     raise self._unavailable(kind, exc, attempt) from None
                 delay = backoff_delay(attempt - 1, self.backoff_base, self.backoff_max, _retry_after(exc))
-                log.info("llm.retry", model=self.model, kind=kind, attempt=attempt, delay_s=delay, error=_short(exc))
+                _log.warning("llm.retry", model=self.model, kind=kind, attempt=attempt, delay_s=delay, error=_short(exc))
                 notes.append(f"attempt {attempt}: {kind} ({_short(exc)}); retried after {delay:.2f} s")
                 self.sleep(delay)
         seconds = time.perf_counter() - start

@@ -26,7 +26,7 @@ from dynsteer_hook.task_view import TaskView
 GENERATOR = "dynsteer-llm@1"
 """Generator name recorded in blueprint provenance for LLM-sampled candidates."""
 
-log = structlog.get_logger(__name__)
+_log = structlog.get_logger(__name__)
 
 
 def candidate_name(model: str, index: int, focus: Focus) -> str:
@@ -71,7 +71,7 @@ class LLMSource:
         messages = candidate_messages(view, index, focus.code, focus.instruction, schema)
         answer = self.client.complete_json(messages, CandidateGraph, schema=schema, max_tokens=self.max_tokens)
         done = answer.completion
-        log.info("llm_source.candidate", task=view.task, candidate=name, ok=answer.value is not None, rule=answer.rule,
+        _log.debug("llm_source.candidate", task=view.task, candidate=name, ok=answer.value is not None, rule=answer.rule,
                  tokens=done.usage.total_tokens, attempts=done.attempts, seconds=round(done.seconds, 3))
         usage = done.usage
         if answer.value is None:

@@ -314,7 +314,7 @@ def test_compile_time_is_small() -> None:
     assert (time.perf_counter() - start) / 10 < 0.05
 
 
-PURE = ["generator.py", "compiler.py", "planner.py", "instruction.py", "tool_semantics.py"]
+PURE = ["generator.py", "compiler.py", "planner.py", "plan.py", "goals.py", "prerequisites.py", "instruction.py", "tool_semantics.py"]
 
 
 @pytest.mark.parametrize("module", PURE)

@@ -1,4 +1,4 @@
-"""``dynsteer run``, ``dynsteer demo`` and ``dynsteer scenarios``: the ToolSandbox side of the CLI."""
+"""``dynsteer run``, ``dynsteer demo``, ``dynsteer scenarios`` and ``dynsteer compile``: the ToolSandbox side of the CLI."""
 
 from __future__ import annotations
 
@@ -59,6 +59,10 @@ def add_run_parser(sub: Any) -> None:
     sc = sub.add_parser("scenarios", help="list ToolSandbox scenario names")
     sc.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"])
     sc.set_defaults(func=_cmd_scenarios)
+
+    from dynsteer_hook.toolsandbox.compile_cmd import add_compile_parser
+
+    add_compile_parser(sub)
 
 
 def _verdict(result: dict[str, Any]) -> str:
