@@ -26,11 +26,13 @@ import networkx as nx
 
 from dynsteer_hook.blueprint import Binding, Blueprint, Edge, Milestone, Minefield
 from dynsteer_hook.consensus import Candidate
-from dynsteer_hook.planner import Plan, plan_task
+from dynsteer_hook.plan import Plan
+from dynsteer_hook.planner import plan_task
 from dynsteer_hook.task_view import TaskView
 
 GENERATOR = "dynsteer-rules@1"
-"""Generator name recorded in blueprint provenance."""
+"""Generator name recorded in blueprint provenance; bump the version when the rules change, so
+that ``scripts/build_blueprints.py`` recompiles stored blueprints."""
 
 MODEL = "none"
 """Model name recorded in provenance: this generator uses no language model."""

@@ -4,7 +4,7 @@
 as *delete a contact* or *read the weather*) plus the cues a plan needs: literal values
 the user gave (phone numbers, identifiers, coordinates, quoted text), time expressions
 (relative, absolute, recency), whether the user speaks of their own location or of a
-named place or person, and whether they asked the agent to resolve problems alone.
+named place, and whether they asked the agent to resolve problems alone.
 
 The rules are general phrasings of a personal-assistant domain (settings, contacts,
 messages, reminders, time, places, weather, finance), written over words, not over
@@ -14,7 +14,7 @@ scenario names; nothing here looks at tools.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 SETTINGS = ("wifi", "cellular", "location_service", "low_battery_mode")
 
@@ -45,7 +45,6 @@ class Reading:
     absolute_date: bool = False
     here: bool = False
     place: str | None = None
-    person: str | None = None
     holiday: str | None = None
     via_message: bool = False
     resolve_alone: bool = False
@@ -77,7 +76,7 @@ _OFF = _rx(r"\boff\b", r"\bdisable\b", r"\bdeactivate\b")
 _STATUS = _rx(r"^\s*(is|are)\b", r"\bcheck\b", r"\bstatus\b")
 
 _CONTACT = _rx(r"\bcontacts?\b", r"\bcontact book\b", r"\bphone ?number\b", r"\brelationship\b", r"\bfriends?\b", r"\benem(y|ies)\b",
-               r"\bboss\b", r"\bsomeone\b", r"\bperson\b", r"\bhis cell\b", r"\bher cell\b", r"\bwho'?s?\b")
+               r"\bboss\b", r"\bsomeone\b", r"\bperson\b", r"\bhis cell\b", r"\bher cell\b", r"\bwho'?s?\b", r"'s (phone |cell )?number\b")
 _MESSAGE = _rx(r"\bmessages?\b", r"\btexts?\b", r"\bsms\b", r"\basked me\b", r"\btold me\b", r"\bsent me\b")
 _VIA_MESSAGE = _rx(r"\bsent (a |an )?(message|text)s? to\b", r"\b(talk|talked|spoke|texted|messaged|contacted) (to |with )?\w*\b[^.?!]*\b(last|latest|recent)",
                    r"\b(whoever|who) i (talked|talk|texted|messaged|contacted|spoke)\b", r"\bwho did i (talk|text|message|contact)\b")
@@ -102,6 +101,8 @@ _PLACE_PHRASE = re.compile(r"\b(?:at|in|of|from|to|near|the)\s+((?:the\s+)?[A-Z]
 
 _WEATHER = _rx(r"\bweather\b", r"\btemperature\b", r"\btemp\b", r"\bforecast\b", r"\bhow (cold|hot|warm)\b", r"\b(rain|snow|sunny|humid)\w*\b")
 _CONVERT_UNIT = _rx(r"\bfahrenheit\b", r"\bkelvin\b", r"\bcan'?t read celsius\b", r"\bcannot read celsius\b", r"\bin celsius\b")
+_UNITS = _rx(r"\b\d+(\.\d+)?\s*(miles?|km|kilomet(er|re)s?|met(er|re)s?|feet|foot|ft|inch(es)?|pounds?|lbs?|kg|kilograms?|grams?|ounces?|oz|"
+              r"liters?|litres?|gallons?|cups?|celsius|fahrenheit|kelvin|degrees)\b[^.?!]*\b(to|in|into)\b")
 _STOCK = _rx(r"\bstocks?\b", r"\bticker\b", r"\bshare price\b", r"\bnasdaq\b", r"\bnyse\b")
 _CURRENCY = _rx(r"\b(usd|cny|eur|gbp|jpy|cad|aud|inr|chf|hkd|krw|rmb)\b", r"[$€£¥]\s?\d", r"\b(dollars?|euros?|yuan|yen|pounds sterling|rupees?)\b", r"\bcurrency\b")
 
@@ -113,9 +114,8 @@ _ABSOLUTE = _rx(r"\b\d{1,2}/\d{1,2}/\d{2,4}\b", r"\b\d{4}-\d{2}-\d{2}\b",
 _RESOLVE = _rx(r"\bresolve (any|all|every)? ?(issues?|problems?)\b", r"\bon your own\b", r"\bby yourself\b", r"\bfix (any|all) (issues?|problems?)\b")
 _REMINDER_TEXT = re.compile(r"\bto ((?:buy|call|get|pick|pay|book|send|take|check|clean|finish|submit|email|visit|water|feed|walk|renew|cancel|order)\b[^,.!?]*)", re.IGNORECASE)
 _TIME_TAIL = re.compile(r"\s+(?:tomorrow|today|tonight|next|this|on|at|by|in|\d).*$", re.IGNORECASE)
+_NEAREST = re.compile(r"\b(?:nearest|closest|nearby)\s+([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)")
 _CAPITALIZED = re.compile(r"\b([A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*)+)")
-_PERSON = re.compile(r"\b([A-Z][a-z]+(?:\s+[A-Z][a-z]*)+|[A-Z][a-z]+\s+[A-Z])\b")
-_SENTENCE_START = re.compile(r"(^|[.?!]\s+)$")
 
 
 def _setting_subjects(text: str) -> list[str]:
@@ -130,26 +130,8 @@ def _place(text: str) -> str | None:
     for m in _CAPITALIZED.finditer(text):
         if _PLACE_WORD.search(m.group(1)):
             return m.group(1)
-    return None
-
-
-def _person(text: str, place: str | None) -> str | None:
-    for m in _PERSON.finditer(text):
-        name = m.group(1)
-        if place and name in place:
-            continue
-        if _SENTENCE_START.search(text[: m.start()]) and " " not in name.strip():
-            continue
-        if _HOLIDAY.search(name) or _PLACE_WORD.search(name):
-            continue
-        first = name.split()[0].lower()
-        if first in {"what", "who", "send", "text", "ask", "tell", "turn", "remind", "add", "find", "how", "the", "i", "my", "please", "get", "update", "remove"}:
-            rest = name.split()[1:]
-            if len(rest) >= 2 or (rest and len(rest[0]) > 1):
-                return " ".join(rest)
-            continue
-        return name
-    return None
+    near = _NEAREST.search(text)
+    return near.group(1).rstrip(".,!?") if near else None
 
 
 def _quoted(text: str) -> str | None:
@@ -169,7 +151,7 @@ def _setting_intents(text: str) -> list[Intent]:
     return []
 
 
-def _entity_intents(text: str, r: dict[str, object]) -> list[Intent]:
+def _entity_intents(text: str, r: Reading) -> list[Intent]:
     out: list[Intent] = []
     reminder, message = bool(_REMINDER.search(text)), bool(_MESSAGE.search(text))
     if reminder:
@@ -185,23 +167,23 @@ def _entity_intents(text: str, r: dict[str, object]) -> list[Intent]:
     if _SEND.search(text) and not re.search(r"\b(find|search|look)\b", text, re.IGNORECASE):
         out.append(Intent("send", "message"))
         return out
-    contact = bool(_CONTACT.search(text)) or bool(r["phones"]) or bool(r["uuids"])
+    contact = bool(_CONTACT.search(text)) or bool(r.phones) or bool(r.uuids)
     if contact and _DELETE.search(text):
         out.append(Intent("delete", "contact"))
     elif contact and _UPDATE.search(text):
         out.append(Intent("update", "contact"))
     elif re.search(r"\badd\b[^.?!]*\bcontact", text, re.IGNORECASE) or re.search(r"\bnew contact\b", text, re.IGNORECASE):
         out.append(Intent("create", "contact"))
-    if r["via_message"] or (message and not out):
+    if r.via_message or (message and not out):
         out.append(Intent("read", "message"))
-    elif contact and not out and not r["place"]:
+    elif contact and not out and not r.place:
         out.append(Intent("read", "contact"))
     return out
 
 
-def _world_intents(text: str, r: dict[str, object]) -> list[Intent]:
+def _world_intents(text: str, r: Reading) -> list[Intent]:
     out: list[Intent] = []
-    if r["holiday"]:
+    if r.holiday:
         if _DAYS_UNTIL.search(text):
             out.append(Intent("compute", "time_diff"))
         else:
@@ -216,13 +198,15 @@ def _world_intents(text: str, r: dict[str, object]) -> list[Intent]:
         return out
     if _STOCK.search(text):
         return [Intent("read", "stock")]
+    if _UNITS.search(text) and not _CURRENCY.search(text):
+        return [Intent("compute", "unit")]
     if _CURRENCY.search(text) and re.search(r"\d", text):
         return [Intent("compute", "currency")]
-    if _DISTANCE.search(text) and (r["place"] or r["coords"]):
+    if _DISTANCE.search(text) and (r.place or r.coords):
         return [Intent("compute", "distance")]
-    if r["coords"] or _ADDRESS.search(text) or (r["here"] and re.search(r"\bwhere\b", text, re.IGNORECASE)):
+    if r.coords or _ADDRESS.search(text) or (r.here and re.search(r"\bwhere\b", text, re.IGNORECASE)):
         return [Intent("read", "address")]
-    if r["place"] and (re.search(r"\b(where|what|find|phone|address|open)\b", text, re.IGNORECASE)):
+    if r.place and (re.search(r"\b(where|what|find|phone|address|open)\b", text, re.IGNORECASE)):
         out.append(Intent("read", "place"))
         if re.search(r"^\s*where'?s?\b", text, re.IGNORECASE):
             out.append(Intent("compute", "distance", evidence=0.4))
@@ -232,38 +216,26 @@ def _world_intents(text: str, r: dict[str, object]) -> list[Intent]:
 def read_instruction(messages: list[tuple[str, str]]) -> Reading:
     """Read the user's request from (role, content) messages the agent sees before acting."""
     text = " ".join(c.strip() for role, c in messages if role == "user").strip()
-    bare = _UUID.sub(" ", text)
+    decimals = _DECIMAL.findall(text)
     place = _place(text)
-    holiday_m = _HOLIDAY.search(text)
-    cues: dict[str, object] = {
-        "phones": tuple(p.strip() for p in _PHONE.findall(bare)),
-        "uuids": tuple(_UUID.findall(text)),
-        "coords": tuple(_DECIMAL.findall(text)) if len(_DECIMAL.findall(text)) >= 2 else (),
-        "place": place,
-        "holiday": holiday_m.group(0).strip() if holiday_m else None,
-        "via_message": bool(_VIA_MESSAGE.search(text)),
-        "here": bool(_HERE.search(text)),
-    }
-    intents = _setting_intents(text)
-    if not intents:
-        intents = _entity_intents(text, cues) + _world_intents(text, cues)
-    reminder_m = _REMINDER_TEXT.search(text)
-    reminder_text = _TIME_TAIL.sub("", reminder_m.group(1)).strip() if reminder_m else None
-    return Reading(
+    holiday = _HOLIDAY.search(text)
+    reminder = _REMINDER_TEXT.search(text)
+    cues = Reading(
         text=text,
-        intents=tuple(intents),
-        phones=cues["phones"],  # type: ignore[arg-type]
-        uuids=cues["uuids"],  # type: ignore[arg-type]
-        coords=cues["coords"],  # type: ignore[arg-type]
+        intents=(),
+        phones=tuple(p.strip() for p in _PHONE.findall(_UUID.sub(" ", text))),
+        uuids=tuple(_UUID.findall(text)),
+        coords=tuple(decimals) if len(decimals) >= 2 else (),
         quoted=_quoted(text),
-        reminder_text=reminder_text or None,
+        reminder_text=(_TIME_TAIL.sub("", reminder.group(1)).strip() or None) if reminder else None,
         recency=bool(_RECENCY.search(text)),
         relative_time=bool(_RELATIVE.search(text)),
         absolute_date=bool(_ABSOLUTE.search(text)),
-        here=bool(cues["here"]),
+        here=bool(_HERE.search(text)),
         place=place,
-        person=_person(text, place),
-        holiday=cues["holiday"],  # type: ignore[arg-type]
-        via_message=bool(cues["via_message"]),
+        holiday=holiday.group(0).strip() if holiday else None,
+        via_message=bool(_VIA_MESSAGE.search(text)),
         resolve_alone=bool(_RESOLVE.search(text)),
     )
+    intents = _setting_intents(text) or _entity_intents(text, cues) + _world_intents(text, cues)
+    return replace(cues, intents=tuple(intents))

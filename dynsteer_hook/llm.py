@@ -350,11 +350,11 @@ class LLMClient:
             try:
                 response = self._call(kwargs)
                 break
-            except (llm_errors.AuthenticationError, llm_errors.PermissionDeniedError) as exc:
-                raise LLMUsageError(
-                    f"{self._where()} rejected the API key ({_short(exc)}); check the key or --api-key-env"
-                ) from None
             except Exception as exc:
+                if isinstance(exc, (llm_errors.AuthenticationError, llm_errors.PermissionDeniedError)) or _status(exc) in (401, 403):
+                    raise LLMUsageError(
+                        f"{self._where()} rejected the API key ({_short(exc)}); check the key or --api-key-env"
+                    ) from None
                 kind = classify(exc)
                 if kind is None:
                     if "response_format" in kwargs and isinstance(exc, llm_errors.BadRequestError):

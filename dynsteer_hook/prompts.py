@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -76,12 +77,43 @@ class CandidateGraph(BaseModel):
         )
 
 
+_BOUNDED_REPEAT = re.compile(r"\{1,\d+\}\$$")
+_SCALAR = [{"type": "string"}, {"type": "number"}, {"type": "boolean"}, {"type": "null"}]
+_ANY_VALUE = [*_SCALAR, {"type": "array", "items": {"anyOf": _SCALAR}}]
+_SHAPE_KEYS = {"type", "$ref", "anyOf", "oneOf", "allOf", "enum", "const"}
+
+
+def _slim(node: Any, *, in_properties: bool = False) -> Any:
+    """The schema as decoders and small models take it best; the answer is validated against the full model anyway.
+
+    Drops pydantic's titles (they repeat the names: prompt tokens for nothing), makes id patterns
+    unbounded (grammar-constrained decoders expand ``{1,200}`` into 200 rules), and spells out
+    "any JSON value" as scalars or a list of them (llama.cpp's schema converter rejects ``{}``).
+    """
+    if isinstance(node, dict):
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if in_properties:  # k is a property name, v its schema
+                v = v if _SHAPE_KEYS & set(v) else {**v, "anyOf": _ANY_VALUE}
+                out[k] = _slim(v)
+                continue
+            if k == "title":
+                continue
+            if k == "pattern" and isinstance(v, str):
+                v = _BOUNDED_REPEAT.sub("+$", v)
+            out[k] = _slim(v, in_properties=k == "properties")
+        return out
+    if isinstance(node, list):
+        return [_slim(v) for v in node]
+    return node
+
+
 def candidate_schema(view: TaskView) -> dict[str, Any]:
     """The output schema for one view: ``CandidateGraph``'s, with tool names limited to the view's tools.
 
     Providers that decode under a schema (llama.cpp, vLLM) then cannot name a tool that does not exist.
     """
-    schema = copy.deepcopy(CandidateGraph.model_json_schema())
+    schema: dict[str, Any] = _slim(copy.deepcopy(CandidateGraph.model_json_schema()))
     names = sorted(t.name for t in view.tools)
     defs = schema.get("$defs", {})
     if names:

@@ -30,11 +30,12 @@ class Reply:
 
 
 class FakeLLMServer:
-    """The server; ``script`` queues replies, ``requests`` holds the bodies received."""
+    """The server; ``script`` queues replies, ``requests`` and ``headers`` hold what each request sent."""
 
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
         self._lock = threading.Lock()
         outer = self
 
@@ -50,6 +51,7 @@ class FakeLLMServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with outer._lock:
                     outer.requests.append(body)
+                    outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                     reply = outer.replies.popleft() if outer.replies else Reply(content=None, status=500)
                 if reply.delay:
                     time.sleep(reply.delay)
@@ -88,7 +90,7 @@ class FakeLLMServer:
 
         self._server = Server(("127.0.0.1", 0), Handler)
         self.port = self._server.server_address[1]
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
 
     @property
     def url(self) -> str:

@@ -335,3 +335,20 @@ def test_consensus_over_generated_candidates_matches_the_core_consensus() -> Non
     cands = generate_candidates(v, 5)
     direct = build_consensus(cands, ToolCatalog(v.tools), task=v.task, public_view_hash=v.digest()).blueprint
     assert compile_blueprint(v, cands).to_json() == direct.to_json()
+
+
+ALL_TOOLS = list(TOOLS)
+
+
+@pytest.mark.parametrize(("instruction", "expected"), [
+    ("Please switch the wifi off", {"set_wifi_status"}),
+    ("Tell Homer S that I'll be late", {"search_contacts", "send_message_with_phone_number"}),
+    ("Text +15551234567 that I'm running late", {"send_message_with_phone_number"}),
+    ("How many days until Thanksgiving?", {"get_current_timestamp", "search_holiday", "timestamp_diff"}),
+    ("What's Homer's number?", {"search_contacts"}),
+    ("Convert 10 miles to kilometers", {"unit_conversion"}),
+    ("Call me a taxi", set()),
+])
+def test_phrasings_outside_toolsandbox_are_read_too(instruction: str, expected: set[str]) -> None:
+    """The rules read intents, not memorised sentences: new phrasings over the full catalog plan sensibly."""
+    assert ops(compile_generator_only(view(instruction, ALL_TOOLS))) - {AGENT_MESSAGE_TOOL} == expected

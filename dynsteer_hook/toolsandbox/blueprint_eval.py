@@ -87,6 +87,7 @@ class ScenarioScore:
     ged_similarity: float
     valid: bool
     compile_ms: float | None = None
+    stale: bool = False
     predicted: list[str] = field(default_factory=list)
     reference: list[str] = field(default_factory=list)
     predicted_mines: list[str] = field(default_factory=list)
@@ -120,7 +121,8 @@ def ged_similarity(a: nx.DiGraph, b: nx.DiGraph, timeout: float = 2.0) -> float:
     return 1.0 - distance / size
 
 
-def score_scenario(bp: Blueprint, ref: ReferenceGraph, *, ged_timeout: float = 2.0, compile_ms: float | None = None) -> ScenarioScore:
+def score_scenario(bp: Blueprint, ref: ReferenceGraph, *, ged_timeout: float = 2.0, compile_ms: float | None = None,
+                   view_hash: str | None = None) -> ScenarioScore:
     """Compare one blueprint with the reference of the same scenario."""
     pred = Counter(m.tool for m in bp.milestones)
     gold = Counter(n.tool for n in ref.nodes)
@@ -141,6 +143,7 @@ def score_scenario(bp: Blueprint, ref: ReferenceGraph, *, ged_timeout: float = 2
         ged_similarity=ged_similarity(g_pred, g_ref, ged_timeout),
         valid=not validate_blueprint(bp, None, bp.task or ref.scenario),
         compile_ms=compile_ms,
+        stale=bool(view_hash and bp.provenance and bp.provenance.public_view_hash not in (None, view_hash)),
         predicted=sorted(pred.elements()),
         reference=sorted(gold.elements()),
         predicted_mines=sorted(pred_mines),
@@ -254,6 +257,7 @@ def scenario_record(s: ScenarioScore) -> dict[str, Any]:
         "reference_fatal": s.reference_mines,
         "ged_similarity": round(s.ged_similarity, 4),
         "valid": s.valid,
+        "stale": s.stale,
         "compile_ms": None if s.compile_ms is None else round(s.compile_ms, 3),
     }
 
@@ -305,10 +309,10 @@ def evaluate_scenarios(
         ref = refs.get(name)
         if ref is None:
             continue
+        view = public_view(name, scenarios[name])
         if blueprint_dir is not None:
             bp, ms = load_blueprint(blueprint_dir / f"{name}.json"), None
         else:
-            view = public_view(name, scenarios[name])
             bp, ms = timed(lambda view=view: compile_generator_only(view, candidates))  # type: ignore[misc]
-        scores.append(score_scenario(bp, ref, ged_timeout=ged_timeout, compile_ms=ms))
+        scores.append(score_scenario(bp, ref, ged_timeout=ged_timeout, compile_ms=ms, view_hash=view.digest()))
     return scores

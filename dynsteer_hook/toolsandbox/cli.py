@@ -153,8 +153,9 @@ def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
     if args.blueprints is not None and not args.blueprints.is_dir():
         raise DynsteerError(f"--blueprints {args.blueprints} is not a directory; pass the folder holding <scenario>.json files")
     scenarios = load_scenarios(None, args.preferred_tool_backend)
-    if args.scenarios:
-        load_scenarios(args.scenarios, args.preferred_tool_backend)  # one clear error for unknown names
+    unknown = sorted(set(args.scenarios or ()) - set(scenarios))
+    if unknown:
+        raise DynsteerError(f"unknown scenario name(s) {unknown[:5]}; list them with 'dynsteer scenarios'")
     scores = evaluate_scenarios(
         scenarios, args.scenarios or None, blueprint_dir=args.blueprints, candidates=args.candidates, ged_timeout=args.ged_timeout,
     )
@@ -164,9 +165,12 @@ def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
     if overall.get("compile_ms_median") is not None:
         print(f"\ncompile time per scenario (no LLM): median {overall['compile_ms_median']:.2f} ms, "
               f"p99 {overall['compile_ms_p99']:.2f} ms, max {overall['compile_ms_max']:.2f} ms")
+    stale = sum(1 for s in scores if s.stale)
+    if stale:
+        print(f"\nnote: {stale} stored blueprint(s) were compiled from a different public view (stale); regenerate them")
     settings = {
         "source": str(args.blueprints) if args.blueprints else "deterministic generator (compiled now)",
-        "candidates": args.candidates, "ged_timeout_s": args.ged_timeout, "scenarios": len(scores),
+        "candidates": args.candidates, "ged_timeout_s": args.ged_timeout, "scenarios": len(scores), "stale_blueprints": stale,
     }
     csv_path, json_path = write_outputs(args.out, summary, scores, settings)
     print(f"wrote {csv_path} and {json_path}")

@@ -123,6 +123,21 @@ def test_cli_prints_the_table_and_writes_csv_and_json(scenarios: dict[str, Any],
     assert {s["name"] for s in data["scenarios"]} == {A, B, D, E}
 
 
+def test_cli_rejects_unknown_scenario_names(scenarios: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(runner, "load_scenarios", lambda names, backend="DEFAULT": scenarios)
+    code = cli_main(["blueprint-eval", "-s", "no_such_scenario"])
+    assert code == 2 and "unknown scenario name(s) ['no_such_scenario']" in capsys.readouterr().err
+
+
+def test_stored_blueprints_of_another_public_view_are_flagged_stale(refs: dict[str, ReferenceGraph], scenarios: dict[str, Any]) -> None:
+    """A blueprint whose recorded public-view hash differs from the scenario's view is scored but marked stale."""
+    from dynsteer_hook.blueprint import Provenance
+
+    bp = as_blueprint(refs[A]).model_copy(update={"provenance": Provenance(public_view_hash="0" * 64)})
+    assert score_scenario(bp, refs[A], view_hash="1" * 64).stale
+    assert not score_scenario(bp, refs[A], view_hash="0" * 64).stale
+
+
 def test_cli_rejects_a_missing_blueprint_directory(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code = cli_main(["blueprint-eval", "--blueprints", str(tmp_path / "nope")])
     assert code == 2 and "is not a directory" in capsys.readouterr().err
