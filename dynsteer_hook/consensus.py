@@ -116,10 +116,13 @@ def _node_keys(bp: Blueprint) -> dict[str, NodeKey]:
     """Map each milestone id of a candidate to its (tool, role, occurrence) key."""
     g = milestone_graph(bp)
     by_id = {m.id: m for m in bp.milestones}
+    repeated = {op for op, n in Counter(m.operation for m in bp.milestones).items() if n > 1}
 
     def sort_key(mid: str) -> tuple[str, str, str, str]:
         m = by_id[mid]
-        return (m.tool, m.role, _canonical([p.model_dump() for p in m.args]), mid)
+        # Predicates only break ties within one operation; skip encoding them elsewhere.
+        preds = _canonical([p.model_dump() for p in m.args]) if m.operation in repeated else ""
+        return (m.tool, m.role, preds, mid)
 
     seen: Counter[tuple[str, str]] = Counter()
     keys: dict[str, NodeKey] = {}

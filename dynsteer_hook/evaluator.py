@@ -449,9 +449,9 @@ class Evaluator:
         for s in self._steps[max(t_anchor - 1, 0) : t]:
             if s.t == t_anchor:
                 steps.append(s.as_anchor())
-            elif s.t == t or (s.settled and any(x in related for x in s.settled)):
-                steps.append(s)
-            elif not s.settled and not self._belongs_elsewhere(s, related):
+            elif s.t == t or (
+                any(x in related for x in s.settled) if s.settled else not self._belongs_elsewhere(s, related)
+            ):
                 steps.append(s)
         return anchor, t_anchor, k_anchor, steps
 

@@ -208,7 +208,8 @@ class LLMClient:
         json_mode: How ``complete_json`` asks for JSON: ``object`` sends
             ``{"type": "json_object", "schema": ...}`` (llama.cpp, vLLM, Ollama), ``schema`` sends
             OpenAI's ``json_schema`` type, ``off`` sends nothing; ``auto`` picks ``object`` for a custom
-            ``api_base``, ``schema`` where litellm says the model supports it, else ``object``.
+            ``api_base``, ``schema`` where litellm says the model supports it, else a plain
+            ``json_object``. A provider that rejects the format is asked again without it.
         extra: More keyword arguments for ``litellm.completion`` (e.g. ``mock_response`` in tests).
         sleep: The waiting function between retries (tests pass a recorder).
     """
@@ -284,16 +285,16 @@ class LLMClient:
 
     def _response_format(self, schema: Mapping[str, Any] | None) -> dict[str, Any] | None:
         mode = self.json_mode
+        if mode == "auto" and not self.api_base:
+            try:
+                native = schema is not None and bool(litellm.supports_response_schema(self.model))
+            except Exception:  # litellm raises for models it has never heard of
+                native = False
+            if not native:
+                return {"type": "json_object"}  # hosted APIs may reject an unknown "schema" key
+            mode = "schema"
         if mode == "off":
             return None
-        if mode == "auto":
-            if self.api_base:
-                mode = "object"
-            else:
-                try:
-                    mode = "schema" if schema is not None and litellm.supports_response_schema(self.model) else "object"
-                except Exception:  # litellm raises for models it has never heard of
-                    mode = "object"
         if mode == "schema" and schema is not None:
             return {"type": "json_schema", "json_schema": {"name": "output", "schema": dict(schema), "strict": False}}
         fmt: dict[str, Any] = {"type": "json_object"}
@@ -344,7 +345,7 @@ class LLMClient:
 
         notes: list[str] = []
         start = time.perf_counter()
-        attempt = 0
+        attempt = failures = 0
         while True:
             attempt += 1
             try:
@@ -365,9 +366,10 @@ class LLMClient:
                     if not isinstance(exc, openai.OpenAIError):
                         raise  # not a provider answer: a bug, let it show
                     raise LLMUsageError(f"{self._where()} refused the request ({_short(exc)}); check the model name and options") from None
-                if attempt > self.max_retries:
+                failures += 1
+                if failures > self.max_retries:
                     raise self._unavailable(kind, exc, attempt) from None
-                delay = backoff_delay(attempt - 1, self.backoff_base, self.backoff_max, _retry_after(exc))
+                delay = backoff_delay(failures - 1, self.backoff_base, self.backoff_max, _retry_after(exc))
                 _log.warning("llm.retry", model=self.model, kind=kind, attempt=attempt, delay_s=delay, error=_short(exc))
                 notes.append(f"attempt {attempt}: {kind} ({_short(exc)}); retried after {delay:.2f} s")
                 self.sleep(delay)

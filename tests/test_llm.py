@@ -264,3 +264,25 @@ def test_a_bad_request_is_a_usage_error_and_not_retried(llm_server: FakeLLMServe
     with pytest.raises(LLMUsageError, match="refused the request"):
         _client(llm_server).complete(MESSAGES)
     assert len(llm_server.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("model", "api_base", "mode", "expected"),
+    [
+        ("openai/anything", "http://127.0.0.1:9/v1", "auto", "json_object+schema"),
+        ("gpt-4o-mini", None, "auto", "json_schema"),
+        ("openai/unknown-hosted-model", None, "auto", "json_object"),
+        ("gpt-4o-mini", None, "object", "json_object+schema"),
+        ("openai/anything", "http://127.0.0.1:9/v1", "schema", "json_schema"),
+        ("gpt-4o-mini", None, "off", None),
+    ],
+)
+def test_json_mode_choice(model: str, api_base: str | None, mode: Any, expected: str | None) -> None:
+    """Servers get json_object with the schema (llama.cpp rejects json_schema); schema-capable hosted models get json_schema."""
+    fmt = LLMClient(model, api_base=api_base, json_mode=mode)._response_format({"type": "object"})
+    if expected is None:
+        assert fmt is None
+        return
+    assert fmt is not None
+    shown = fmt["type"] + ("+schema" if "schema" in fmt else "")
+    assert shown == expected

