@@ -48,6 +48,7 @@ STATE_NAMESPACES = (
 _CALL = re.compile(r"^(?P<id>.+?)_parameters = (?P<args>[^\n]*)\n(?P=id)_response = (?P<name>[^(\n]+)\(")
 
 Snapshots = dict[str, pl.DataFrame]
+"""Table frames by namespace, each holding the table's whole snapshot history."""
 
 
 def parse_call_code(code: str) -> tuple[str | None, dict[str, Any] | None, str | None]:
@@ -65,10 +66,24 @@ def parse_call_code(code: str) -> tuple[str | None, dict[str, Any] | None, str |
     return name, None, value if isinstance(value, str) else repr(value)
 
 
+def _tables() -> dict[str, pl.DataFrame]:
+    # The context's frames themselves, read only. ToolSandbox replaces a table's frame on
+    # every write, so keeping references is a free snapshot and an unchanged table is the
+    # very same object afterwards. (Its public get_database filters the whole history on
+    # every call, which would cost more than the evaluation itself.)
+    return get_current_context()._dbs  # type: ignore[no-any-return]
+
+
 def snapshot_databases() -> Snapshots:
-    """Current snapshot of every world-state table (polars frames are immutable: no copy)."""
-    ctx = get_current_context()
-    return {str(ns): ctx.get_database(ns) for ns in STATE_NAMESPACES}
+    """References to every world-state table's frame (polars frames are immutable: no copy)."""
+    tables = _tables()
+    return {str(ns): tables[ns] for ns in STATE_NAMESPACES}
+
+
+def _newest(frame: pl.DataFrame) -> pl.DataFrame:
+    """The newest snapshot in a table frame, without its index column and null headguard."""
+    newest = frame.filter(pl.col("sandbox_message_index") == frame["sandbox_message_index"].max()).drop("sandbox_message_index")
+    return newest.filter(~pl.all_horizontal(pl.all().is_null())) if newest.width else newest
 
 
 def _table_change(namespace: str, before: pl.DataFrame, after: pl.DataFrame) -> StateChange | None:
@@ -96,10 +111,13 @@ def _table_change(namespace: str, before: pl.DataFrame, after: pl.DataFrame) -> 
 
 
 def state_changes(before: Snapshots, after: Snapshots) -> tuple[StateChange, ...]:
-    """Row-level changes between two world-state snapshots."""
+    """Row-level changes between the newest snapshots of two sets of table frames."""
     out: list[StateChange] = []
     for ns, b in before.items():
-        c = _table_change(ns, b, after[ns])
+        a = after[ns]
+        if a is b:
+            continue  # no write replaced the frame: nothing changed
+        c = _table_change(ns, _newest(b), _newest(a))
         if c is not None:
             out.append(c)
     return tuple(out)
@@ -183,18 +201,20 @@ class RolloutSession:
         self._on_event = on_event
         self._mapper = RowMapper()
         self._last_index = -1
+        self.opened = False
         self.stop: StopRecord | None = None
         self.rows_seen = 0
 
     def sync(self, before: Snapshots | None = None) -> None:
         """Feed rows appended since the last sync; the first result row carries the state change."""
-        ctx = get_current_context()
-        db = ctx.get_database(DatabaseNamespace.SANDBOX, get_all_history_snapshots=True, drop_sandbox_message_index=False)
-        new = db.filter(pl.col("sandbox_message_index") > self._last_index)
+        frame = _tables()[DatabaseNamespace.SANDBOX]
+        new = frame.filter(pl.col("sandbox_message_index") > self._last_index)
         if new.is_empty():
             return
         pending_changes = state_changes(before, snapshot_databases()) if before is not None else ()
-        for row in new.iter_rows(named=True):
+        for row in new.sort("sandbox_message_index", maintain_order=True).iter_rows(named=True):
+            if row["sender"] is None:
+                continue  # a null headguard row
             self._last_index = int(row["sandbox_message_index"])
             self.rows_seen += 1
             is_result = str(row["sender"]) == RoleType.EXECUTION_ENVIRONMENT
@@ -219,7 +239,9 @@ class GuardedRole(BaseRole):
             end_conversation_now()
             return
         try:
-            session.sync()  # rows present before this turn (the scenario's opening messages)
+            if not session.opened:  # the scenario's opening messages, present before the first turn
+                session.sync()
+                session.opened = True
             before = snapshot_databases() if self.role_type == RoleType.EXECUTION_ENVIRONMENT else None
             self.inner.respond(ending_index=ending_index)
             session.sync(before)

@@ -9,7 +9,6 @@ instructions: this module reads none of them.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from dynsteer_hook.blueprint import ToolSpec
@@ -67,7 +66,7 @@ def _database_headers(ctx: ExecutionContext) -> dict[str, dict[str, str]]:
 
 def public_view(name: str, scenario: Scenario) -> TaskView:
     """Extract the public view of a scenario without playing it."""
-    ctx = copy.deepcopy(scenario.starting_context)
+    ctx = scenario.starting_context  # only read: no copy needed
     # Scrambled descriptions and argument types are computed from the current context.
     with new_context(ctx):
         tools = agent_tool_specs(get_current_context())
