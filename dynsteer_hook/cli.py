@@ -1,4 +1,4 @@
-"""The ``dynsteer`` command line.
+"""dynsteer: evaluate LLM tool-use agents while they run, and stop the runs that went wrong (DynSTEER).
 
 Subcommands: ``evaluate`` (a recorded event file), ``run`` (live ToolSandbox rollouts),
 ``validate`` (a blueprint), ``schema`` (print a JSON Schema). Every user mistake ends in

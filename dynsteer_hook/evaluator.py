@@ -405,7 +405,9 @@ class Evaluator:
             stage = self._judge_stage(m, step)
         if settled_now:
             self._stagnation, self._stagnation_since = 0, None
-        elif frontier:
+        elif frontier or action.calls:
+            # With nothing left to settle (or a blueprint without milestones) only tool calls
+            # are idle work; talking to the user is not.
             self._stagnation += 1
             if self._stagnation_since is None:
                 self._stagnation_since = (action.k_start, t)

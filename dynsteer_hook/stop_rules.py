@@ -83,14 +83,19 @@ def low_score(ctx: StopContext) -> StopDecision | None:
 
 
 def frontier_stagnation(ctx: StopContext) -> StopDecision | None:
-    """N_stag closed actions in a row without advancing the ready frontier (criterion 4)."""
-    if not ctx.frontier or ctx.stagnation < ctx.config.n_stag:
+    """N_stag closed actions in a row without advancing the ready frontier (criterion 4).
+
+    With an empty frontier the evaluator counts only tool-calling actions, so an agent that
+    keeps calling tools when nothing is left to settle is stopped too.
+    """
+    if ctx.stagnation < ctx.config.n_stag:
         return None
+    what = f"settling any of {list(ctx.frontier)}" if ctx.frontier else "anything: no milestone is left to settle"
     return StopDecision(
         "frontier_stagnation",
         ctx.frontier_anchor,
         "efficiency",
-        f"{ctx.stagnation} closed actions without settling any of {list(ctx.frontier)}",
+        f"{ctx.stagnation} closed actions without {what}",
         ctx.stagnation_since,
     )
 

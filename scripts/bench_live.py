@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.blueprint import ToolSpec
+from dynsteer_hook.cli import configure_logging
 from dynsteer_hook.toolsandbox.public_view import public_view
 from dynsteer_hook.toolsandbox.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenario
 
@@ -78,7 +79,9 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--blueprints", type=Path, default=default_blueprint_dir())
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.add_argument("--no-steps", action="store_true", help="measure the overhead only (the full native rollouts of part 2 are slow to evaluate)")
     args = parser.parse_args()
+    configure_logging(False)  # halts are results here, not news
 
     scenarios = load_scenarios(None)
     names = sorted(n for n in scenarios if blueprint_path(args.blueprints, n).is_file())
@@ -125,6 +128,8 @@ def main() -> int:
         overhead = dy / nat - 1 if nat else float("nan")
         per_ratio = statistics.median(min(t_dyn[n]) / min(t_native[n]) - 1 for n in same) if same else float("nan")
         eval_share = sum(evaluator_s[n] for n in same) / nat if nat else float("nan")
+        if not args.json:
+            print(f"[part 1 done] overhead {overhead:+.2%} over {len(same)} equal-length rollouts", flush=True)
 
         # -- 2. steps saved on failing agents ----------------------------------------
         saved: list[dict[str, Any]] = []
@@ -132,7 +137,7 @@ def main() -> int:
         for f in ("looping_agent", "minefield_agent", "malformed_arguments"):
             data = json.loads((SHIPPED / f"{f}.json").read_text())
             failing.append((SHIPPED / f"{f}.json", [k for k in data if not k.startswith("_")]))
-        for script, ns in failing:
+        for script, ns in ([] if args.no_steps else failing):
             for n in ns:
                 if not blueprint_path(args.blueprints, n).is_file():
                     continue

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from builders import UserMessage, act, family, run
+from builders import DELETE_ALL, AgentMessage, UserMessage, act, blueprint, family, run, tool
 
 from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
@@ -93,9 +93,10 @@ def test_stagnation_waits_below_n_stag() -> None:
     assert frontier_stagnation(ctx(stagnation=2)) is None
 
 
-def test_stagnation_never_fires_once_everything_settled() -> None:
-    """With an empty frontier (all milestones settled) idle actions are not stagnation."""
-    assert frontier_stagnation(ctx(frontier=(), stagnation=99)) is None
+def test_stagnation_with_an_empty_frontier_says_nothing_is_left() -> None:
+    """The rule fires on the count alone; with an empty frontier it says no milestone was left."""
+    d = frontier_stagnation(ctx(frontier=(), stagnation=3, stagnation_since=(5, 2)))
+    assert d is not None and d.reason == "frontier_stagnation" and "no milestone is left" in d.detail
 
 
 # ---- through the evaluator ----------------------------------------------------------------------------
@@ -178,12 +179,31 @@ def test_evaluator_stagnation_resets_on_progress() -> None:
     assert r.halt is None and r.report.settled == ["a", "b"]
 
 
-def test_evaluator_no_stagnation_after_completion() -> None:
-    """Actions after every milestone settled never trigger stagnation."""
+def test_evaluator_messages_after_completion_are_not_stagnation() -> None:
+    """Once every milestone settled, talking to the user never counts as idle work."""
+    fam = family("single")
+    events = [UserMessage("go"), *act("1", "op_a", {"x": "a"}), *[AgentMessage(f"note {i}") for i in range(5)]]
+    r = run(fam.blueprint(), events, EvaluatorConfig(n_stag=2))
+    assert r.halt is None and r.report.outcome == "completed"
+
+
+def test_evaluator_tool_calls_after_completion_are_stagnation() -> None:
+    """An agent that keeps calling tools when nothing is left to settle is stopped after N_stag such actions."""
     fam = family("single")
     events = [UserMessage("go"), *act("1", "op_a", {"x": "a"}), *[e for i in range(5) for e in act(f"i{i}", "op_a", {"x": "z"})]]
     r = run(fam.blueprint(), events, EvaluatorConfig(n_stag=2))
-    assert r.halt is None and r.report.outcome == "completed"
+    assert r.halt is not None and r.halt.stop.reason == "frontier_stagnation" and r.halt.stop.frontier == []
+    assert r.halt.stop.t == 3 and r.report.settled == ["a"]
+
+
+def test_evaluator_loop_without_milestones_is_stagnation() -> None:
+    """A blueprint with only minefields still stops a looping agent; a chatting one is left alone."""
+    bp = blueprint([], minefields=[DELETE_ALL], extra_tools=[tool("lookup")])
+    loop = [UserMessage("go"), *[e for i in range(4) for e in act(f"l{i}", "lookup", {})]]
+    r = run(bp, loop, EvaluatorConfig(n_stag=3))
+    assert r.halt is not None and r.halt.stop.reason == "frontier_stagnation" and r.halt.stop.t == 3
+    chat = [UserMessage("go"), *[AgentMessage(f"I cannot do that ({i})") for i in range(6)]]
+    assert run(bp, chat, EvaluatorConfig(n_stag=3)).halt is None
 
 
 def test_custom_stop_rule_is_used() -> None:

@@ -86,6 +86,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         load_scenarios,
         output_directory_for,
         run_scenarios,
+        scenario_counts,
     )
 
     if args.parallel < 1:
@@ -106,6 +107,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     scenarios = load_scenarios(names, args.preferred_tool_backend)
     out = output_directory_for(args.output_dir, options)
     print(f"Storing outputs to '{out}'.")
+    categories, tools = scenario_counts(scenarios)
+    print("Number of test cases per category:", json.dumps(dict(categories.most_common()), indent=4, ensure_ascii=False))
+    print("Number of test cases per necessary tool name:", json.dumps(dict(tools.most_common()), indent=4, ensure_ascii=False))
     results = run_scenarios(scenarios, options, out, args.parallel)
     for r in sorted(results, key=lambda r: r["name"]):
         print(f"{r['name']}: {_verdict(r)}")

@@ -213,6 +213,31 @@ def _play(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], output
             role.teardown()
 
 
+def scenario_counts(name_to_scenario: dict[str, Scenario]) -> tuple[Counter[str], Counter[str]]:
+    """Scenarios per category and per necessary tool, as ToolSandbox's CLI prints them before a run.
+
+    Necessary tools are the allow list of each undistracted scenario, counted once per tool
+    augmentation present in the selection.
+    """
+    categories: Counter[str] = Counter()
+    tools: Counter[str] = Counter()
+    augmentations: set[str] = set()
+    tracked = _AUGMENTED | {
+        ScenarioCategories.NO_DISTRACTION_TOOLS, ScenarioCategories.THREE_DISTRACTION_TOOLS,
+        ScenarioCategories.TEN_DISTRACTION_TOOLS, ScenarioCategories.ALL_TOOLS_AVAILABLE,
+    }
+    for scenario in name_to_scenario.values():
+        cats = set(scenario.categories)
+        for cat in scenario.categories:
+            if not (cat == ScenarioCategories.THREE_DISTRACTION_TOOLS and cats & _AUGMENTED):
+                categories[str(cat)] += 1
+        categories["ALL_CATEGORIES"] += 1
+        if ScenarioCategories.NO_DISTRACTION_TOOLS in cats:
+            tools.update(scenario.starting_context.tool_allow_list or [])
+        augmentations |= {str(c) for c in cats & tracked}
+    return categories, Counter({t: n * len(augmentations) for t, n in tools.items()})
+
+
 def category_summary(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
     """Mean similarity and turn count per scenario category (augmented variants are not
     counted again under THREE_DISTRACTION_TOOLS), and over all categories."""
