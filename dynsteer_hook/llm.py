@@ -22,6 +22,7 @@ back in the ``JsonCompletion`` with the raw text, and ``unwrap`` turns it into
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -32,7 +33,7 @@ from typing import Any, Generic, Literal, TypeVar
 import structlog
 from pydantic import BaseModel
 
-from dynsteer_hook.errors import LLMOutputError, LLMUnavailableError, LLMUsageError
+from dynsteer_hook.errors import ConfigError, LLMOutputError, LLMUnavailableError, LLMUsageError
 from dynsteer_hook.llm_output import excerpt, parse_output
 
 # litellm downloads a price map at import unless told otherwise; the user's choice wins.
@@ -48,7 +49,7 @@ _log = structlog.get_logger(__name__)
 
 T = TypeVar("T", bound=BaseModel)
 
-Message = Mapping[str, str]
+Message = Mapping[str, Any]
 JsonMode = Literal["auto", "object", "schema", "off"]
 
 LOCAL_PLACEHOLDER_KEY = "no-key"
@@ -78,6 +79,15 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One tool call a model asked for; ``arguments`` is the model's JSON text, unparsed."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True, slots=True)
 class Completion:
     """One answered call."""
 
@@ -88,6 +98,7 @@ class Completion:
     seconds: float
     finish_reason: str | None = None
     notes: tuple[str, ...] = ()
+    tool_calls: tuple[ToolCall, ...] = ()
 
     @property
     def truncated(self) -> bool:
@@ -188,6 +199,20 @@ _REPEATED_PREFIX = re.compile(r"\b(\w+): \1: ")
 def _short(exc: BaseException) -> str:
     text = _REPEATED_PREFIX.sub(r"\1: ", str(exc).replace("litellm.", "")).replace("OpenAIException - ", "")
     return excerpt(text, 200)
+
+
+def api_key_from_env(variable: str | None, flag: str) -> str | None:
+    """The API key held in ``variable`` (None when no variable is named).
+
+    Raises:
+        ConfigError: The variable is named but not set (``flag`` is the option that named it).
+    """
+    if not variable:
+        return None
+    key = os.environ.get(variable)
+    if not key:
+        raise ConfigError(f"environment variable {variable} (from {flag}) is not set; export it or drop the flag")
+    return key
 
 
 @dataclass(frozen=True)
@@ -314,8 +339,12 @@ class LLMClient:
         temperature: float | None = None,
         max_tokens: int | None = None,
         response_format: Mapping[str, Any] | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
     ) -> Completion:
         """One chat completion, with bounded retries.
+
+        ``tools`` (OpenAI function-tool definitions) lets the model answer with tool calls,
+        returned in ``Completion.tool_calls``.
 
         Raises:
             LLMUsageError: The configuration or the request is wrong (not retried).
@@ -341,6 +370,8 @@ class LLMClient:
             kwargs["api_key"] = key
         if response_format is not None:
             kwargs["response_format"] = dict(response_format)
+        if tools:
+            kwargs["tools"] = [dict(t) for t in tools]
         kwargs.update(self.extra)
 
         notes: list[str] = []
@@ -447,4 +478,19 @@ class LLMClient:
             seconds=seconds,
             finish_reason=getattr(choice, "finish_reason", None),
             notes=tuple(notes),
+            tool_calls=_tool_calls(message),
         )
+
+
+def _tool_calls(message: Any) -> tuple[ToolCall, ...]:
+    calls = []
+    for i, call in enumerate(getattr(message, "tool_calls", None) or ()):
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None)
+        if not name:
+            continue  # a call without a function name cannot be played
+        arguments = getattr(function, "arguments", None)
+        if not isinstance(arguments, str):
+            arguments = json.dumps(arguments if arguments is not None else {})
+        calls.append(ToolCall(id=str(getattr(call, "id", None) or f"call_{i}"), name=str(name), arguments=arguments))
+    return tuple(calls)

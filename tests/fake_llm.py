@@ -27,6 +27,12 @@ class Reply:
     completion_tokens: int = 50
     finish_reason: str = "stop"
     headers: dict[str, str] = field(default_factory=dict)
+    tool_calls: tuple[tuple[str, str], ...] = ()  # (function name, arguments text) per call
+
+
+def call(name: str, arguments: object = None) -> tuple[str, str]:
+    """One scripted tool call; ``arguments`` is sent as JSON unless it is already a string."""
+    return name, arguments if isinstance(arguments, str) else json.dumps(arguments or {})
 
 
 class FakeLLMServer:
@@ -59,13 +65,18 @@ class FakeLLMServer:
                     payload = {"error": {"message": f"scripted status {reply.status}", "type": "server_error", "code": reply.status}}
                     self._send(reply.status, payload, reply.headers)
                     return
+                message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+                if reply.tool_calls:
+                    message["tool_calls"] = [
+                        {"id": f"call-{len(outer.requests)}-{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                        for i, (n, a) in enumerate(reply.tool_calls)
+                    ]
                 payload = {
                     "id": f"chatcmpl-{len(outer.requests)}",
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": reply.content},
-                                 "finish_reason": reply.finish_reason}],
+                    "choices": [{"index": 0, "message": message, "finish_reason": reply.finish_reason}],
                     "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
                               "total_tokens": reply.prompt_tokens + reply.completion_tokens},
                 }

@@ -11,11 +11,11 @@ import socket
 from typing import Any
 
 import pytest
-from fake_llm import FakeLLMServer, Reply
+from fake_llm import FakeLLMServer, Reply, call
 from pydantic import BaseModel
 
 from dynsteer_hook.errors import LLMError, LLMOutputError, LLMUnavailableError, LLMUsageError
-from dynsteer_hook.llm import LLMClient, backoff_delay, price_known
+from dynsteer_hook.llm import LLMClient, ToolCall, backoff_delay, price_known
 
 MESSAGES = [{"role": "user", "content": "Answer in JSON."}]
 
@@ -164,6 +164,22 @@ def test_server_answer_is_accounted_from_its_usage_block(llm_server: FakeLLMServ
     usage = reply.completion.usage
     assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (1000, 200, 1200)
     assert usage.cost_usd == pytest.approx(1000 * 0.15e-6 + 200 * 0.6e-6)
+
+
+def test_tool_calls_are_offered_and_returned_unparsed(llm_server: FakeLLMServer) -> None:
+    """``tools`` reach the server; parallel tool calls come back in order with their arguments as sent."""
+    tool = {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {"q": {"type": "string"}}}}}
+    llm_server.script(Reply(content=None, tool_calls=(call("lookup", {"q": "a"}), call("lookup", '{"q": '))))
+    reply = _client(llm_server).complete(MESSAGES, tools=[tool])
+    assert llm_server.requests[0]["tools"] == [tool]
+    assert reply.text == ""
+    assert reply.tool_calls == (ToolCall("call-1-0", "lookup", '{"q": "a"}'), ToolCall("call-1-1", "lookup", '{"q": '))
+
+
+def test_without_tools_no_tools_are_sent(llm_server: FakeLLMServer) -> None:
+    llm_server.script(Reply(content="hi"))
+    reply = _client(llm_server).complete(MESSAGES)
+    assert "tools" not in llm_server.requests[0] and reply.tool_calls == () and reply.text == "hi"
 
 
 def test_json_mode_for_a_server_is_json_object_with_schema(llm_server: FakeLLMServer) -> None:

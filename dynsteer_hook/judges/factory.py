@@ -6,10 +6,8 @@ client is created inside the process that uses it.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 
-from dynsteer_hook.errors import ConfigError
 from dynsteer_hook.judges.base import Judge
 
 
@@ -35,13 +33,9 @@ class JudgeSettings:
         if not self.model:
             return {}
         from dynsteer_hook.judges.llm_judges import ExpertJudge, StandardJudge
-        from dynsteer_hook.llm import LLMClient
+        from dynsteer_hook.llm import LLMClient, api_key_from_env
 
-        key = None
-        if self.api_key_env:
-            key = os.environ.get(self.api_key_env)
-            if not key:
-                raise ConfigError(f"environment variable {self.api_key_env} (from --judge-api-key-env) is not set; export it or drop the flag")
+        key = api_key_from_env(self.api_key_env, "--judge-api-key-env")
         client = LLMClient(self.model, api_base=self.api_base, api_key=key, timeout=self.timeout, max_retries=self.max_retries)
         client.check()
         return {

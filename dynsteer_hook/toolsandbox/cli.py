@@ -32,6 +32,14 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json")
     run.add_argument("--script", type=Path, default=None, help="script file for the Scripted agent/user")
     run.add_argument("--no-events", action="store_true", help="do not write dynsteer_events.jsonl per scenario")
+    g = run.add_argument_group("LiteLLM agent (--agent LiteLLM: any model litellm reaches plays the agent)")
+    g.add_argument("--agent-model", default=None, help="litellm model string, e.g. openai/gpt-4o-mini, or openai/<name> with --agent-api-base")
+    g.add_argument("--agent-api-base", default=None, help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)")
+    g.add_argument("--agent-api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
+    g.add_argument("--agent-temperature", type=float, default=0.0, help="sampling temperature of the agent")
+    g.add_argument("--agent-timeout", type=float, default=120.0, help="seconds per agent call")
+    g.add_argument("--agent-max-retries", type=int, default=3, help="retries on timeouts, 429 and 5xx")
+    g.add_argument("--agent-max-tokens", type=int, default=1024, help="answer length limit per agent turn")
     add_config_flags(run)
     add_judge_flags(run)
     run.set_defaults(func=_cmd_run)
@@ -68,7 +76,8 @@ def add_run_parser(sub: Any) -> None:
 def _verdict(result: dict[str, Any]) -> str:
     d = result.get("dynsteer") or {}
     if result.get("exception_type"):
-        head = f"crashed ({result['exception_type']})"
+        last = (result.get("traceback") or "").strip().splitlines()[-1:]
+        head = f"crashed ({last[0] if last else result['exception_type']})"
     elif d.get("halted"):
         s = d["stop"]
         head = f"HALTED {s['reason']} at k={s['k']}, t={s['t']} (anchor {s['anchor']}, {s['dimension']})"
@@ -93,6 +102,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
     settings, config = judges_from_args(args, config_from_args(args))
     settings.build()  # a bad model string or a missing key stops the run before it starts
+    agent_model = _agent_model(args)
     options = RunOptions(
         agent=args.agent,
         user=args.user,
@@ -102,6 +112,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         config=config,
         judges=settings,
         write_events=not args.no_events,
+        agent_model=agent_model,
     )
     names = TEST_SCENARIO_NAMES if args.test_mode else args.scenarios
     scenarios = load_scenarios(names, args.preferred_tool_backend)
@@ -114,6 +125,27 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for r in sorted(results, key=lambda r: r["name"]):
         print(f"{r['name']}: {_verdict(r)}")
     return 0
+
+
+def _agent_model(args: argparse.Namespace) -> Any:
+    """The LiteLLM agent's model settings, checked before any rollout (None for other agents)."""
+    from dynsteer_hook.toolsandbox.roles import LITELLM, AgentModelSettings
+
+    if args.agent != LITELLM:
+        if args.agent_model or args.agent_api_base:
+            raise DynsteerError(f"--agent-model and --agent-api-base are for --agent {LITELLM}; the agent {args.agent} has its own model")
+        return None
+    if not args.agent_model:
+        raise DynsteerError(f"--agent {LITELLM} needs --agent-model, e.g. openai/gpt-4o-mini (add --agent-api-base for a local server)")
+    if args.agent_timeout <= 0 or args.agent_max_retries < 0 or args.agent_max_tokens < 1:
+        raise DynsteerError("--agent-timeout must be positive, --agent-max-retries 0 or more and --agent-max-tokens at least 1")
+    settings = AgentModelSettings(
+        model=args.agent_model, api_base=args.agent_api_base, api_key_env=args.agent_api_key_env,
+        temperature=args.agent_temperature, timeout=args.agent_timeout, max_retries=args.agent_max_retries,
+        max_tokens=args.agent_max_tokens,
+    )
+    settings.client()  # a bad model string or a missing key stops the run before it starts
+    return settings
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:

@@ -12,7 +12,6 @@ minimum) end in one sentence and exit status 2 from the CLI's ``main``.
 from __future__ import annotations
 
 import argparse
-import os
 import re
 import time
 from collections.abc import Iterator
@@ -23,7 +22,7 @@ from pydantic import ValidationError
 
 from dynsteer_hook.compile_store import CompileOutcome, compile_to_file
 from dynsteer_hook.compiler import DEFAULT_CANDIDATES, CandidateSource
-from dynsteer_hook.errors import ConfigError, DynsteerError, ScenarioError
+from dynsteer_hook.errors import DynsteerError, ScenarioError
 from dynsteer_hook.task_view import TaskView
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
@@ -72,15 +71,6 @@ def add_compile_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_compile)
 
 
-def _api_key(args: argparse.Namespace) -> str | None:
-    if not args.api_key_env:
-        return None
-    key = os.environ.get(args.api_key_env)
-    if not key:
-        raise ConfigError(f"environment variable {args.api_key_env} (from --api-key-env) is not set; export it or drop the flag")
-    return key
-
-
 def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | None]:
     """The candidate sources the flags ask for, and the model (checked before any view is loaded)."""
     from dynsteer_hook.generator import deterministic_source
@@ -95,13 +85,13 @@ def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | Non
         raise DynsteerError("--no-generator leaves no candidate source; pass --model too")
     sources: list[CandidateSource] = []
     if args.model:
-        from dynsteer_hook.llm import LLMClient
+        from dynsteer_hook.llm import LLMClient, api_key_from_env
         from dynsteer_hook.llm_source import llm_source
 
         if args.max_tokens < 1:
             raise DynsteerError(f"--max-tokens {args.max_tokens} must be at least 1")
         client = LLMClient(
-            model=args.model, api_base=args.api_base, api_key=_api_key(args), timeout=args.timeout,
+            model=args.model, api_base=args.api_base, api_key=api_key_from_env(args.api_key_env, "--api-key-env"), timeout=args.timeout,
             max_retries=args.max_retries, backoff_base=args.backoff, temperature=args.temperature, max_tokens=args.max_tokens,
             json_mode=args.json_mode,
         )

