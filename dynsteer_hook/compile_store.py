@@ -1,8 +1,9 @@
 """Compile a public view into a stored blueprint, skipping views whose blueprint is up to date.
 
 Blueprints are keyed by the SHA-256 of the public view (``TaskView.digest``, kept in the
-blueprint's ``provenance.public_view_hash``): an unchanged scenario is not recompiled
-unless forced. Candidates come from any ``CandidateSource`` (the deterministic generator,
+blueprint's ``provenance.public_view_hash``) and by the recipe that made them (candidate
+count and the models of the sources): an unchanged scenario compiled the same way is not
+recompiled unless forced; asking for a model the stored blueprint did not use recompiles it. Candidates come from any ``CandidateSource`` (the deterministic generator,
 an LLM through ``llm_source``, or both); consensus prunes the invalid ones. A compile
 with fewer valid candidates than the minimum writes nothing and reports why; a written
 blueprint is replaced atomically, never left half-written. LLM transport and usage
@@ -56,6 +57,21 @@ def stored_view_hash(path: Path) -> str | None:
     return prov.public_view_hash if prov is not None else None
 
 
+def _up_to_date(path: Path, digest: str, candidates: int, models: set[str]) -> bool:
+    if not path.is_file():
+        return False
+    try:
+        prov = load_blueprint(path).provenance
+    except BlueprintError:
+        return False
+    return prov is not None and prov.public_view_hash == digest and prov.candidates == candidates and models <= set(prov.models)
+
+
+def source_models(sources: Sequence[CandidateSource]) -> set[str]:
+    """The models behind the sources (a source names its model in a ``model`` attribute; the generator has none)."""
+    return {m for s in sources if isinstance(m := getattr(s, "model", None), str)}
+
+
 def default_min_valid(total_candidates: int) -> int:
     """A strict majority of the candidates asked for: most of them must survive validation."""
     return total_candidates // 2 + 1
@@ -79,7 +95,7 @@ def compile_to_file(
         sources: Candidate sources, pooled.
         n: Candidates per source.
         min_valid: Fewest valid candidates accepted; default a strict majority of all candidates.
-        force: Recompile even when the stored blueprint has this view's hash.
+        force: Recompile even when the stored blueprint has this view's hash and recipe.
         clock: Seconds counter for the timing.
 
     Raises:
@@ -92,7 +108,7 @@ def compile_to_file(
     if not sources:
         raise ValueError("at least one candidate source is needed")
     digest = view.digest()
-    if not force and stored_view_hash(path) == digest:
+    if not force and _up_to_date(path, digest, n * len(sources), source_models(sources)):
         return CompileOutcome(view.task, path, "up-to-date")
     start = clock()
     pool = gather_candidates(view, sources, n)

@@ -52,6 +52,11 @@ class LLMSource:
         if not self.focus_codes:
             raise ValueError("focus_codes must name at least one focus")
 
+    @property
+    def model(self) -> str:
+        """The model string (the compile cache records which models made a blueprint)."""
+        return self.client.model
+
     def __call__(self, view: TaskView, n: int) -> list[Candidate]:
         """``n`` candidates for ``view``, one call each.
 

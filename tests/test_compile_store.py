@@ -18,6 +18,8 @@ from dynsteer_hook.task_view import TaskView
 class Metered:
     """A stand-in LLM source: fixed answers with tokens and cost, counting its calls."""
 
+    model = "stub-model"
+
     def __init__(self, *answers: str) -> None:
         self.answers = answers
         self.calls = 0
@@ -57,6 +59,18 @@ def test_an_unchanged_view_is_not_recompiled(tmp_path: Path) -> None:
     assert src.calls == 1 and path.read_bytes() == before
     assert compile_to_file(VIEW, path, sources=[src], n=2, force=True).status == "compiled"
     assert src.calls == 2
+
+
+def test_a_blueprint_compiled_another_way_is_recompiled(tmp_path: Path) -> None:
+    """Same view, but a model the stored blueprint never used, or another candidate count: recompiled."""
+    path = tmp_path / "b.json"
+    compile_to_file(VIEW, path, sources=[deterministic_source], n=2)
+    src = Metered(_graph_for(VIEW, good_graph()))
+    assert compile_to_file(VIEW, path, sources=[deterministic_source, src], n=2).status == "compiled"
+    assert src.calls == 1 and "stub-model" in load_blueprint(path).provenance.models  # type: ignore[union-attr]
+    assert compile_to_file(VIEW, path, sources=[deterministic_source, src], n=2).status == "up-to-date"
+    assert compile_to_file(VIEW, path, sources=[deterministic_source, src], n=3).status == "compiled"
+    assert compile_to_file(VIEW, path, sources=[deterministic_source], n=3).status == "compiled"  # 3 candidates, not 6
 
 
 def test_a_changed_view_is_recompiled(tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ Views come from ToolSandbox scenarios (``-s NAME ...`` or ``--all``) or from Tas
 files (``--view FILE``, no ToolSandbox needed). With ``--model`` an LLM samples C
 candidates per view; the deterministic generator adds C more unless ``--no-generator``;
 without ``--model`` the generator works alone, and no API key is needed. Views whose stored
-blueprint has the same public-view hash are skipped unless ``--force``. Each view prints
+blueprint has the same public-view hash, candidate count and models are skipped unless ``--force``. Each view prints
 one line; errors (a provider unreachable after retries, fewer valid candidates than the
 minimum) end in one sentence and exit status 2 from the CLI's ``main``.
 """
@@ -140,7 +140,7 @@ def _money(cost: float | None) -> str:
 def describe(outcome: CompileOutcome, *, cost_note: str = "") -> str:
     """One line per view: candidates, valid, pruned reasons, tokens, cost, seconds."""
     if outcome.status == "up-to-date":
-        return f"{outcome.task}: up to date (stored blueprint has the same public-view hash); skipped, --force recompiles"
+        return f"{outcome.task}: up to date (stored blueprint has the same public-view hash, candidate count and models); skipped, --force recompiles"
     reasons = "; ".join(f"{p.candidate}: {p.rule}: {p.message}" for p in outcome.pruned)
     pruned = f"pruned {len(outcome.pruned)}" + (f" [{reasons}]" if reasons else "")
     tokens = "-" if outcome.tokens is None else str(outcome.tokens)
