@@ -1,7 +1,8 @@
 """Candidate graphs sampled from a language model: the LLM ``CandidateSource`` (paper eq. 2 input).
 
 Each of the ``n`` candidates is a separate call at the client's temperature (llama.cpp
-ignores ``n``), under the next focus code of ``generator.FOCUS_CODES`` for diversity,
+ignores ``n``), up to ``concurrency`` of them in flight at once (threads; the candidates
+keep their index order whatever order the answers arrive in), under the next focus code of ``generator.FOCUS_CODES`` for diversity,
 with Prompt Template 1 (``prompts``). An answer that is empty, not JSON or not a graph
 becomes a candidate without a graph, its raw text kept and its reason recorded, so that
 consensus prunes it; tokens and cost ride on every candidate into the blueprint's
@@ -12,6 +13,7 @@ and configuration errors (``LLMUsageError``) propagate: they are not a model's a
 from __future__ import annotations
 
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,15 +44,19 @@ class LLMSource:
         client: The model endpoint and its retry, timeout and accounting settings.
         focus_codes: Exploration heuristics, cycled through candidate by candidate.
         max_tokens: Answer length limit per candidate (None: the client's).
+        concurrency: Calls in flight at once (1: one after another; a local CPU server gains nothing).
     """
 
     client: LLMClient
     focus_codes: tuple[Focus, ...] = FOCUS_CODES
     max_tokens: int | None = None
+    concurrency: int = 1
 
     def __post_init__(self) -> None:
         if not self.focus_codes:
             raise ValueError("focus_codes must name at least one focus")
+        if self.concurrency < 1:
+            raise ValueError(f"concurrency must be at least 1, got {self.concurrency}")
 
     @property
     def model(self) -> str:
@@ -69,7 +75,14 @@ class LLMSource:
             raise ValueError(f"candidate count must be at least 1, got {n}")
         self.client.check()
         schema = candidate_schema(view)
-        return [self._one(view, i, self.focus_codes[i % len(self.focus_codes)], schema) for i in range(n)]
+
+        def one(i: int) -> Candidate:
+            return self._one(view, i, self.focus_codes[i % len(self.focus_codes)], schema)
+
+        if self.concurrency == 1 or n == 1:
+            return [one(i) for i in range(n)]
+        with ThreadPoolExecutor(max_workers=min(self.concurrency, n), thread_name_prefix="llm-candidate") as pool:
+            return list(pool.map(one, range(n)))  # index order; the first failure propagates
 
     def _one(self, view: TaskView, index: int, focus: Focus, schema: dict[str, Any]) -> Candidate:
         name = candidate_name(self.client.model, index, focus)
@@ -85,6 +98,8 @@ class LLMSource:
         return Candidate(name, answer.value.to_blueprint(view), None, GENERATOR, self.client.model,
                          raw=done.text, tokens=usage.total_tokens, cost_usd=usage.cost_usd)
 
-def llm_source(client: LLMClient, *, focus_codes: Sequence[Focus] = FOCUS_CODES, max_tokens: int | None = None) -> LLMSource:
+def llm_source(
+    client: LLMClient, *, focus_codes: Sequence[Focus] = FOCUS_CODES, max_tokens: int | None = None, concurrency: int = 1
+) -> LLMSource:
     """The LLM candidate source for ``compiler.compile_blueprint(view, sources=[...])``."""
-    return LLMSource(client, tuple(focus_codes), max_tokens)
+    return LLMSource(client, tuple(focus_codes), max_tokens, concurrency)

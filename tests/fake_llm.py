@@ -36,12 +36,15 @@ def call(name: str, arguments: object = None) -> tuple[str, str]:
 
 
 class FakeLLMServer:
-    """The server; ``script`` queues replies, ``requests`` and ``headers`` hold what each request sent."""
+    """The server; ``script`` queues replies, ``requests`` and ``headers`` hold what each request sent,
+    ``peak_in_flight`` the most requests it was answering at once."""
 
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.in_flight = 0
+        self.peak_in_flight = 0
         self._lock = threading.Lock()
         outer = self
 
@@ -57,10 +60,20 @@ class FakeLLMServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with outer._lock:
                     outer.requests.append(body)
+                    number = len(outer.requests)
                     outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                     reply = outer.replies.popleft() if outer.replies else Reply(content=None, status=500)
-                if reply.delay:
-                    time.sleep(reply.delay)
+                    outer.in_flight += 1
+                    outer.peak_in_flight = max(outer.peak_in_flight, outer.in_flight)
+                try:
+                    if reply.delay:
+                        time.sleep(reply.delay)
+                    self._answer(body, reply, number)
+                finally:
+                    with outer._lock:
+                        outer.in_flight -= 1
+
+            def _answer(self, body: dict[str, Any], reply: Reply, number: int) -> None:
                 if reply.status != 200:
                     payload = {"error": {"message": f"scripted status {reply.status}", "type": "server_error", "code": reply.status}}
                     self._send(reply.status, payload, reply.headers)
@@ -68,11 +81,11 @@ class FakeLLMServer:
                 message: dict[str, Any] = {"role": "assistant", "content": reply.content}
                 if reply.tool_calls:
                     message["tool_calls"] = [
-                        {"id": f"call-{len(outer.requests)}-{i}", "type": "function", "function": {"name": n, "arguments": a}}
+                        {"id": f"call-{number}-{i}", "type": "function", "function": {"name": n, "arguments": a}}
                         for i, (n, a) in enumerate(reply.tool_calls)
                     ]
                 payload = {
-                    "id": f"chatcmpl-{len(outer.requests)}",
+                    "id": f"chatcmpl-{number}",
                     "object": "chat.completion",
                     "created": int(time.time()),
                     "model": body.get("model", "fake"),

@@ -47,6 +47,35 @@ def test_each_candidate_is_a_separate_call_cycling_through_the_focus_codes(llm_s
     assert all(c.generator == GENERATOR and c.model == MODEL for c in cands)
 
 
+def test_concurrent_candidates_overlap_and_keep_their_order(llm_server: FakeLLMServer) -> None:
+    """With concurrency, calls are in flight together; candidates still come back in index order."""
+    llm_server.script(*[Reply(content=good_graph(), delay=0.3)] * 4)
+    cands = _source(llm_server, concurrency=4)(VIEW, 4)
+    assert llm_server.peak_in_flight >= 2
+    assert [c.name for c in cands] == [f"llm:{MODEL}#{i}:{FOCUS_CODES[i].code}" for i in range(4)]
+    prompts = sorted(body["messages"][1]["content"] for body in llm_server.requests)
+    assert all(any(f"candidate batch {i}." in p for p in prompts) for i in range(4))
+    assert all(c.blueprint is not None for c in cands)
+
+
+def test_sequential_candidates_never_overlap(llm_server: FakeLLMServer) -> None:
+    llm_server.script(*[Reply(content=good_graph(), delay=0.05)] * 3)
+    _source(llm_server)(VIEW, 3)
+    assert llm_server.peak_in_flight == 1
+
+
+def test_a_failure_among_concurrent_candidates_propagates(llm_server: FakeLLMServer) -> None:
+    """A provider that keeps failing for one candidate ends the compile, as it does sequentially."""
+    llm_server.script(*[Reply(content=None, status=503)] * 8)
+    with pytest.raises(LLMUnavailableError):
+        _source(llm_server, concurrency=3)(VIEW, 3)
+
+
+def test_concurrency_below_one_is_refused(llm_server: FakeLLMServer) -> None:
+    with pytest.raises(ValueError, match="concurrency must be at least 1"):
+        _source(llm_server, concurrency=0)
+
+
 def test_faulty_answers_are_pruned_with_their_reasons(llm_server: FakeLLMServer) -> None:
     """Malformed JSON, a hallucinated tool, a cycle and an empty answer each prune one candidate, with the reason recorded."""
     _faulty_five(llm_server)

@@ -56,6 +56,8 @@ def add_compile_parser(sub: Any) -> None:
     llm.add_argument("--backoff", type=float, default=1.0, metavar="SECONDS",
                      help="wait before the first retry, doubled for each next one, at most 30 s (default 1)")
     llm.add_argument("--max-tokens", type=int, default=2048, help="answer length limit per candidate (default 2048)")
+    llm.add_argument("--concurrency", type=int, default=1, metavar="N",
+                     help="candidate calls in flight at once per view (default 1; raise it for hosted APIs)")
     llm.add_argument("--json-mode", choices=["auto", "object", "schema", "off"], default="auto",
                      help="how JSON output is requested (default auto: json_object with schema for --api-base servers)")
     p.add_argument("-c", "--candidates", type=int, default=DEFAULT_CANDIDATES, metavar="C",
@@ -90,13 +92,15 @@ def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | Non
 
         if args.max_tokens < 1:
             raise DynsteerError(f"--max-tokens {args.max_tokens} must be at least 1")
+        if args.concurrency < 1:
+            raise DynsteerError(f"--concurrency {args.concurrency} must be at least 1")
         client = LLMClient(
             model=args.model, api_base=args.api_base, api_key=api_key_from_env(args.api_key_env, "--api-key-env"), timeout=args.timeout,
             max_retries=args.max_retries, backoff_base=args.backoff, temperature=args.temperature, max_tokens=args.max_tokens,
             json_mode=args.json_mode,
         )
         client.check()
-        sources.append(llm_source(client))
+        sources.append(llm_source(client, concurrency=args.concurrency))
     if not args.no_generator:
         sources.append(deterministic_source)
     return sources, args.model

@@ -123,6 +123,7 @@ def test_view_file_compiles_without_toolsandbox_names(tmp_path: Path, capsys: py
         (["--view", "VIEW", "--model", "no-provider-model"], "names no provider"),
         (["--view", "VIEW", "--candidates", "0"], "--candidates 0 must be at least 1"),
         (["--view", "VIEW", "--min-valid", "0"], "--min-valid 0 must be at least 1"),
+        (["--view", "VIEW", "--model", MODEL, "--api-base", "http://127.0.0.1:9/v1", "--concurrency", "0"], "--concurrency 0 must be at least 1"),
         (["--view", "missing.json"], "does not exist"),
         (["--view", "BAD"], "is not a TaskView"),
     ],
