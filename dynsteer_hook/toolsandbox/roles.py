@@ -85,7 +85,7 @@ AGENT_CHOICES = [*AGENTS, SCRIPTED, LITELLM]
 USER_CHOICES = [*USERS, SCRIPTED]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class AgentModelSettings:
     """The model behind the LiteLLM agent (a small frozen value, so it travels to worker processes).
 

@@ -73,6 +73,9 @@ class RunOptions:
     agent_model: AgentModelSettings | None = None  # the model of the LiteLLM agent
 
 
+_NO_AGENT_MODEL = "the LiteLLM agent needs a model: pass --agent-model (and --agent-api-base for a local server)"
+
+
 def default_blueprint_dir() -> Path:
     """The repository's ``blueprints/toolsandbox`` folder."""
     return Path(__file__).resolve().parents[2] / "blueprints" / "toolsandbox"
@@ -93,7 +96,7 @@ def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRol
         agent: BaseRole = scripted_agent
     elif options.agent == LITELLM:
         if options.agent_model is None:
-            raise ScenarioError("the LiteLLM agent needs a model: pass --agent-model (and --agent-api-base for a local server)")
+            raise ScenarioError(_NO_AGENT_MODEL)
         agent = options.agent_model.build()
     else:
         agent = AGENTS[options.agent].build()
@@ -335,7 +338,7 @@ def output_directory_for(base: Path, options: RunOptions) -> Path:
 def check_inputs(names: list[str], options: RunOptions) -> None:
     """Fail before playing anything when a blueprint, a script entry or the agent's model is missing."""
     if options.agent == LITELLM and options.agent_model is None:
-        raise ScenarioError("the LiteLLM agent needs a model: pass --agent-model (and --agent-api-base for a local server)")
+        raise ScenarioError(_NO_AGENT_MODEL)
     if SCRIPTED in (options.agent, options.user):
         if options.script is None:
             raise ScenarioError("the Scripted role needs --script FILE (scenario name -> agent steps and user utterances)")

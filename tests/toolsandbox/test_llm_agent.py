@@ -15,7 +15,7 @@ from ts_support import SCRIPTS, A, B, D, E
 
 from dynsteer_hook.cli import main
 from dynsteer_hook.toolsandbox.roles import LITELLM, AgentModelSettings
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario
+from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario, run_scenarios
 
 pytestmark = pytest.mark.toolsandbox
 
@@ -156,6 +156,17 @@ def test_cli_plays_the_model_and_prints_a_verdict(scenarios: dict[str, Any], llm
     out = next((tmp_path / "out").iterdir())
     result = json.loads((out / "result_summary.json").read_text())["per_scenario_results"][0]
     assert result["agent_llm"]["calls"] == 2
+
+
+def test_agent_settings_travel_to_spawn_workers(scenarios: dict[str, Any], llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    """With -p 2 each worker process builds its own client from the settings and plays its scenario."""
+    llm_server.script(*[Reply(content="I cannot help with that.")] * 2)
+    options = RunOptions(agent=LITELLM, user="Scripted", script=_silent_user(tmp_path, A, D),
+                         agent_model=AgentModelSettings(model="openai/fake-agent", api_base=llm_server.url))
+    results = run_scenarios({n: scenarios[n] for n in (A, D)}, options, tmp_path / "out", 2)
+    assert sorted(r["name"] for r in results) == sorted([A, D])
+    assert all(r["exception_type"] is None and r["agent_llm"]["calls"] == 1 for r in results)
+    assert len(llm_server.requests) == 2
 
 
 @pytest.mark.parametrize(
