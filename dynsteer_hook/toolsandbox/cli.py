@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from dynsteer_hook.errors import DynsteerError
 
@@ -32,14 +32,8 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json")
     run.add_argument("--script", type=Path, default=None, help="script file for the Scripted agent/user")
     run.add_argument("--no-events", action="store_true", help="do not write dynsteer_events.jsonl per scenario")
-    g = run.add_argument_group("LiteLLM agent (--agent LiteLLM: any model litellm reaches plays the agent)")
-    g.add_argument("--agent-model", default=None, help="litellm model string, e.g. openai/gpt-4o-mini, or openai/<name> with --agent-api-base")
-    g.add_argument("--agent-api-base", default=None, help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)")
-    g.add_argument("--agent-api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
-    g.add_argument("--agent-temperature", type=float, default=0.0, help="sampling temperature of the agent")
-    g.add_argument("--agent-timeout", type=float, default=120.0, help="seconds per agent call")
-    g.add_argument("--agent-max-retries", type=int, default=3, help="retries on timeouts, 429 and 5xx")
-    g.add_argument("--agent-max-tokens", type=int, default=1024, help="answer length limit per agent turn")
+    _add_role_model_flags(run, "agent", 0.0)
+    _add_role_model_flags(run, "user", 0.7)
     add_config_flags(run)
     add_judge_flags(run)
     run.set_defaults(func=_cmd_run)
@@ -102,7 +96,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
     settings, config = judges_from_args(args, config_from_args(args))
     settings.build()  # a bad model string or a missing key stops the run before it starts
-    agent_model = _agent_model(args)
+    agent_model, user_model = _role_model(args, "agent"), _role_model(args, "user")
     options = RunOptions(
         agent=args.agent,
         user=args.user,
@@ -113,6 +107,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         judges=settings,
         write_events=not args.no_events,
         agent_model=agent_model,
+        user_model=user_model,
     )
     names = TEST_SCENARIO_NAMES if args.test_mode else args.scenarios
     scenarios = load_scenarios(names, args.preferred_tool_backend)
@@ -127,22 +122,36 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _agent_model(args: argparse.Namespace) -> Any:
-    """The LiteLLM agent's model settings, checked before any rollout (None for other agents)."""
-    from dynsteer_hook.toolsandbox.roles import LITELLM, AgentModelSettings
+def _add_role_model_flags(run: argparse.ArgumentParser, role: str, temperature: float) -> None:
+    g = run.add_argument_group(f"LiteLLM {role} (--{role} LiteLLM: any model litellm reaches plays the {role})")
+    g.add_argument(f"--{role}-model", default=None, help="litellm model string, e.g. openai/gpt-4o-mini, or openai/<name> with an api base")
+    g.add_argument(f"--{role}-api-base", default=None, help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)")
+    g.add_argument(f"--{role}-api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
+    g.add_argument(f"--{role}-temperature", type=float, default=temperature, help=f"sampling temperature (default {temperature})")
+    g.add_argument(f"--{role}-timeout", type=float, default=120.0, help="seconds per call")
+    g.add_argument(f"--{role}-max-retries", type=int, default=3, help="retries on timeouts, 429 and 5xx")
+    g.add_argument(f"--{role}-max-tokens", type=int, default=1024, help="answer length limit per turn")
 
-    if args.agent != LITELLM:
-        if args.agent_model or args.agent_api_base:
-            raise DynsteerError(f"--agent-model and --agent-api-base are for --agent {LITELLM}; the agent {args.agent} has its own model")
+
+def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:
+    """The LiteLLM role's model settings, checked before any rollout (None for other roles)."""
+    from dynsteer_hook.toolsandbox.roles import LITELLM, RoleModelSettings
+
+    def opt(name: str) -> Any:
+        return getattr(args, f"{role}_{name}")
+
+    chosen = getattr(args, role)
+    if chosen != LITELLM:
+        if opt("model") or opt("api_base"):
+            raise DynsteerError(f"--{role}-model and --{role}-api-base are for --{role} {LITELLM}; the {role} {chosen} has its own model")
         return None
-    if not args.agent_model:
-        raise DynsteerError(f"--agent {LITELLM} needs --agent-model, e.g. openai/gpt-4o-mini (add --agent-api-base for a local server)")
-    if args.agent_timeout <= 0 or args.agent_max_retries < 0 or args.agent_max_tokens < 1:
-        raise DynsteerError("--agent-timeout must be positive, --agent-max-retries 0 or more and --agent-max-tokens at least 1")
-    settings = AgentModelSettings(
-        model=args.agent_model, api_base=args.agent_api_base, api_key_env=args.agent_api_key_env,
-        temperature=args.agent_temperature, timeout=args.agent_timeout, max_retries=args.agent_max_retries,
-        max_tokens=args.agent_max_tokens,
+    if not opt("model"):
+        raise DynsteerError(f"--{role} {LITELLM} needs --{role}-model, e.g. openai/gpt-4o-mini (add --{role}-api-base for a local server)")
+    if opt("timeout") <= 0 or opt("max_retries") < 0 or opt("max_tokens") < 1:
+        raise DynsteerError(f"--{role}-timeout must be positive, --{role}-max-retries 0 or more and --{role}-max-tokens at least 1")
+    settings = RoleModelSettings(
+        role=role, model=opt("model"), api_base=opt("api_base"), api_key_env=opt("api_key_env"), temperature=opt("temperature"),
+        timeout=opt("timeout"), max_retries=opt("max_retries"), max_tokens=opt("max_tokens"),
     )
     settings.client()  # a bad model string or a missing key stops the run before it starts
     return settings

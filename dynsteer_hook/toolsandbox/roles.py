@@ -9,13 +9,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from dynsteer_hook.errors import ScenarioError
 
 if TYPE_CHECKING:
     from dynsteer_hook.llm import LLMClient
-    from dynsteer_hook.toolsandbox.llm_agent import LiteLLMAgent
 
     from tool_sandbox.roles.base_role import BaseRole
 
@@ -82,23 +81,25 @@ USERS: dict[str, RoleFactory] = {
     "Cli": RoleFactory(_R + "cli_role:CliUser"),
 }
 AGENT_CHOICES = [*AGENTS, SCRIPTED, LITELLM]
-USER_CHOICES = [*USERS, SCRIPTED]
+USER_CHOICES = [*USERS, SCRIPTED, LITELLM]
 
 
 @dataclass(frozen=True)
-class AgentModelSettings:
-    """The model behind the LiteLLM agent (a small frozen value, so it travels to worker processes).
+class RoleModelSettings:
+    """The model behind a LiteLLM agent or user (a small frozen value, so it travels to worker processes).
 
     Attributes:
+        role: ``agent`` or ``user``: which role it plays (and which flags named it).
         model: A litellm model string, e.g. ``openai/gpt-4o-mini``, or ``openai/<name>`` with ``api_base``.
         api_base: Endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp); None for the provider's own.
         api_key_env: Environment variable holding the key; None lets litellm read the provider's own variable.
-        temperature: Sampling temperature of the agent.
+        temperature: Sampling temperature.
         timeout: Seconds allowed per call.
         max_retries: Retries on timeouts, 429, 5xx and connection errors.
         max_tokens: Answer length limit per turn.
     """
 
+    role: Literal["agent", "user"]
     model: str
     api_base: str | None = None
     api_key_env: str | None = None
@@ -117,13 +118,13 @@ class AgentModelSettings:
         from dynsteer_hook.llm import LLMClient, api_key_from_env
 
         client = LLMClient(
-            self.model, api_base=self.api_base, api_key=api_key_from_env(self.api_key_env, "--agent-api-key-env"),
+            self.model, api_base=self.api_base, api_key=api_key_from_env(self.api_key_env, f"--{self.role}-api-key-env"),
             timeout=self.timeout, max_retries=self.max_retries, temperature=self.temperature, max_tokens=self.max_tokens,
         )
         client.check()
         return client
 
-    def build(self) -> LiteLLMAgent:
-        from dynsteer_hook.toolsandbox.llm_agent import LiteLLMAgent
+    def build(self) -> BaseRole:
+        from dynsteer_hook.toolsandbox.llm_roles import LiteLLMAgent, LiteLLMUser
 
-        return LiteLLMAgent(self.client())
+        return (LiteLLMAgent if self.role == "agent" else LiteLLMUser)(self.client())

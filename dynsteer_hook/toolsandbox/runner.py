@@ -31,7 +31,7 @@ from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.adapter import GuardedRole, RolloutSession
 from dynsteer_hook.toolsandbox.public_view import public_view
-from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, AgentModelSettings
+from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory, RoleModelSettings
 from dynsteer_hook.toolsandbox.scripted import ScriptedAgent, ScriptedUser, load_script
 
 from tool_sandbox.common.execution_context import RoleType, ScenarioCategories
@@ -70,10 +70,14 @@ class RunOptions:
     config: EvaluatorConfig = field(default_factory=EvaluatorConfig)
     judges: JudgeSettings = field(default_factory=JudgeSettings)
     write_events: bool = True
-    agent_model: AgentModelSettings | None = None  # the model of the LiteLLM agent
+    agent_model: RoleModelSettings | None = None  # the model of the LiteLLM agent
+    user_model: RoleModelSettings | None = None  # the model of the LiteLLM user
 
 
-_NO_AGENT_MODEL = "the LiteLLM agent needs a model: pass --agent-model (and --agent-api-base for a local server)"
+def _model_of(role: str, settings: RoleModelSettings | None) -> RoleModelSettings:
+    if settings is None:
+        raise ScenarioError(f"the LiteLLM {role} needs a model: pass --{role}-model (and --{role}-api-base for a local server)")
+    return settings
 
 
 def default_blueprint_dir() -> Path:
@@ -95,12 +99,15 @@ def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRol
         scripted_agent = ScriptedAgent(script[name].agent)
         agent: BaseRole = scripted_agent
     elif options.agent == LITELLM:
-        if options.agent_model is None:
-            raise ScenarioError(_NO_AGENT_MODEL)
-        agent = options.agent_model.build()
+        agent = _model_of("agent", options.agent_model).build()
     else:
         agent = AGENTS[options.agent].build()
-    user: BaseRole = ScriptedUser(script[name].user) if options.user == SCRIPTED else USERS[options.user].build()
+    if options.user == SCRIPTED:
+        user: BaseRole = ScriptedUser(script[name].user)
+    elif options.user == LITELLM:
+        user = _model_of("user", options.user_model).build()
+    else:
+        user = USERS[options.user].build()
     return {RoleType.USER: user, RoleType.EXECUTION_ENVIRONMENT: ExecutionEnvironment(), RoleType.AGENT: agent}, scripted_agent
 
 
@@ -159,7 +166,7 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
     output_directory.mkdir(parents=True, exist_ok=True)
     roles, scripted = _build_roles(name, options)
     if options.evaluator != "dynsteer":
-        return _with_agent_spending(_play(name, scenario, roles, output_directory), roles)
+        return _with_llm_spending(_play(name, scenario, roles, output_directory), roles)
 
     trajectory = output_directory / "trajectories" / name
     trajectory.mkdir(parents=True, exist_ok=True)
@@ -195,14 +202,15 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
             if log is not None:
                 log.close()
     result["dynsteer"] = _dynsteer_block(report, session, scripted, scenario, seconds, spent[0], stale)
-    return _with_agent_spending(result, roles)
+    return _with_llm_spending(result, roles)
 
 
-def _with_agent_spending(result: dict[str, Any], roles: dict[RoleType, BaseRole]) -> dict[str, Any]:
-    """Adds the LiteLLM agent's calls, tokens and cost to a scenario's result."""
-    spent = getattr(roles[RoleType.AGENT], "spent", None)
-    if callable(spent):
-        result["agent_llm"] = spent()
+def _with_llm_spending(result: dict[str, Any], roles: dict[RoleType, BaseRole]) -> dict[str, Any]:
+    """Adds the LiteLLM agent's and user's calls, tokens and cost to a scenario's result."""
+    for key, role in (("agent_llm", RoleType.AGENT), ("user_llm", RoleType.USER)):
+        spent = getattr(roles[role], "spent", None)
+        if callable(spent):
+            result[key] = spent()
     return result
 
 
@@ -324,21 +332,25 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def output_directory_for(base: Path, options: RunOptions) -> Path:
     """ToolSandbox's naming: agent_<model>_user_<model>_<timestamp>."""
-    if options.agent == SCRIPTED:
-        agent = SCRIPTED
-    elif options.agent == LITELLM:
-        agent = options.agent_model.model.replace("/", "_") if options.agent_model else LITELLM
-    else:
-        agent = AGENTS[options.agent].model_name(options.agent)
-    user = SCRIPTED if options.user == SCRIPTED else USERS[options.user].model_name(options.user)
+    def name(chosen: str, table: dict[str, RoleFactory], model: RoleModelSettings | None) -> str:
+        if chosen == SCRIPTED:
+            return SCRIPTED
+        if chosen == LITELLM:
+            return model.model.replace("/", "_") if model else LITELLM
+        return table[chosen].model_name(chosen)
+
+    agent = name(options.agent, AGENTS, options.agent_model)
+    user = name(options.user, USERS, options.user_model)
     stamp = datetime.datetime.now().strftime("%m_%d_%Y_%H_%M_%S")
     return Path(base) / f"agent_{agent}_user_{user}_{stamp}"
 
 
 def check_inputs(names: list[str], options: RunOptions) -> None:
     """Fail before playing anything when a blueprint, a script entry or the agent's model is missing."""
-    if options.agent == LITELLM and options.agent_model is None:
-        raise ScenarioError(_NO_AGENT_MODEL)
+    if options.agent == LITELLM:
+        _model_of("agent", options.agent_model)
+    if options.user == LITELLM:
+        _model_of("user", options.user_model)
     if SCRIPTED in (options.agent, options.user):
         if options.script is None:
             raise ScenarioError("the Scripted role needs --script FILE (scenario name -> agent steps and user utterances)")

@@ -1,6 +1,6 @@
-"""The LiteLLM agent (``--agent LiteLLM``) on real ToolSandbox scenarios, against a scripted
-OpenAI-compatible server on 127.0.0.1: what the model is shown, how its tool calls are played,
-and what happens when it misbehaves or cannot be reached."""
+"""The LiteLLM agent and user (``--agent LiteLLM``, ``--user LiteLLM``) on real ToolSandbox
+scenarios, against a scripted OpenAI-compatible server on 127.0.0.1: what the model is shown,
+how its tool calls are played, and what happens when it misbehaves or cannot be reached."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 from fake_llm import FakeLLMServer, Reply, call
-from ts_support import SCRIPTS, A, B, D, E
+from ts_support import SCRIPTS, A, B, C, D, E
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.toolsandbox.roles import LITELLM, AgentModelSettings
+from dynsteer_hook.toolsandbox.roles import LITELLM, RoleModelSettings
 from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario, run_scenarios
 
 pytestmark = pytest.mark.toolsandbox
@@ -39,7 +39,7 @@ def _play(scenarios: dict[str, Any], name: str, base: str, tmp_path: Path, agent
     script = SCRIPTS / "clean_solver.json" if agent == "Scripted" else _silent_user(tmp_path, name)
     options = RunOptions(
         agent=agent, user="Scripted", script=script,
-        agent_model=AgentModelSettings(model="openai/fake-agent", api_base=base, **model) if agent == LITELLM else None,
+        agent_model=RoleModelSettings(role="agent", model="openai/fake-agent", api_base=base, **model) if agent == LITELLM else None,
     )
     return run_scenario((name, scenarios[name]), options=options, output_directory=tmp_path / agent)
 
@@ -162,11 +162,52 @@ def test_agent_settings_travel_to_spawn_workers(scenarios: dict[str, Any], llm_s
     """With -p 2 each worker process builds its own client from the settings and plays its scenario."""
     llm_server.script(*[Reply(content="I cannot help with that.")] * 2)
     options = RunOptions(agent=LITELLM, user="Scripted", script=_silent_user(tmp_path, A, D),
-                         agent_model=AgentModelSettings(model="openai/fake-agent", api_base=llm_server.url))
+                         agent_model=RoleModelSettings(role="agent", model="openai/fake-agent", api_base=llm_server.url))
     results = run_scenarios({n: scenarios[n] for n in (A, D)}, options, tmp_path / "out", 2)
     assert sorted(r["name"] for r in results) == sorted([A, D])
     assert all(r["exception_type"] is None and r["agent_llm"]["calls"] == 1 for r in results)
     assert len(llm_server.requests) == 2
+
+
+def test_model_as_user_is_prompted_by_the_scenario_and_ends_the_conversation(
+    scenarios: dict[str, Any], llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    """Multi-user-turn with the clean scripted agent: the user model gets the scenario's user-simulator
+    prompt, answers the agent's question, ends the conversation with its tool, and ToolSandbox scores
+    the rollout as it scores the scripted user saying the same."""
+    utterance = json.loads((SCRIPTS / "clean_solver.json").read_text())[C]["user"][0]
+    llm_server.script(Reply(content=utterance), Reply(content=None, tool_calls=(call("end_conversation", {}),)))
+    options = RunOptions(agent="Scripted", user=LITELLM, script=SCRIPTS / "clean_solver.json",
+                         user_model=RoleModelSettings(role="user", model="openai/fake-user", api_base=llm_server.url))
+    r = run_scenario((C, scenarios[C]), options=options, output_directory=tmp_path / "llm_user")
+    ref = run_scenario((C, scenarios[C]), options=RunOptions(agent="Scripted", user="Scripted", script=SCRIPTS / "clean_solver.json"),
+                       output_directory=tmp_path / "scripted_user")
+    assert r["exception_type"] is None, r["traceback"]
+    assert r["dynsteer"]["outcome"] == "completed" and r["dynsteer"]["halted"] is False
+    assert r["similarity"] == pytest.approx(ref["similarity"]) == pytest.approx(1.0)
+    assert r["user_llm"]["calls"] == 2 and "agent_llm" not in r
+    first, second = llm_server.requests
+    assert first["messages"][0]["role"] == "system"  # ToolSandbox's user-simulator instructions
+    assert first["messages"][-1] == {"role": "user", "content": "Sure. Who should I send the message to, and what should it say?"}
+    assert [t["function"]["name"] for t in second["tools"]] == ["end_conversation"]
+    assert second["messages"][-2] == {"role": "assistant", "content": utterance}
+
+
+def test_model_plays_agent_and_user_together(scenarios: dict[str, Any], llm_server: FakeLLMServer, tmp_path: Path) -> None:
+    """Both roles through litellm (no script at all): agent call, agent answer, user ends the conversation."""
+    llm_server.script(
+        Reply(content=None, tool_calls=(call("set_cellular_service_status", {"on": False}),)),
+        Reply(content="Cellular service is turned off"),
+        Reply(content=None, tool_calls=(call("end_conversation", {}),)),
+    )
+    options = RunOptions(agent=LITELLM, user=LITELLM,
+                         agent_model=RoleModelSettings(role="agent", model="openai/fake-agent", api_base=llm_server.url),
+                         user_model=RoleModelSettings(role="user", model="openai/fake-user", api_base=llm_server.url))
+    r = run_scenario((A, scenarios[A]), options=options, output_directory=tmp_path)
+    assert r["exception_type"] is None, r["traceback"]
+    assert r["similarity"] == pytest.approx(1.0) and r["dynsteer"]["outcome"] == "completed"
+    assert (r["agent_llm"]["calls"], r["user_llm"]["calls"]) == (2, 1)
+    assert [body["model"] for body in llm_server.requests] == ["fake-agent", "fake-agent", "fake-user"]
 
 
 @pytest.mark.parametrize(
@@ -177,13 +218,17 @@ def test_agent_settings_travel_to_spawn_workers(scenarios: dict[str, Any], llm_s
         (["--agent", LITELLM, "--agent-model", "nonsense-model-xyz"], "names no provider"),
         (["--agent", LITELLM, "--agent-model", "openai/x", "--agent-api-key-env", "DYNSTEER_TEST_UNSET_VAR"], "is not set"),
         (["--agent", LITELLM, "--agent-model", "openai/x", "--agent-timeout", "0"], "--agent-timeout must be positive"),
+        (["--agent", "Scripted", "--user", LITELLM], "needs --user-model"),
+        (["--agent", "Scripted", "--user", LITELLM, "--user-model", "openai/x", "--user-api-key-env", "DYNSTEER_TEST_UNSET_VAR"],
+         "--user-api-key-env) is not set"),
     ],
 )
 def test_bad_agent_flags_are_one_sentence_and_exit_2(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                      monkeypatch: pytest.MonkeyPatch, argv: list[str], needle: str) -> None:
     """A missing or unusable agent model stops the run before it starts, in one sentence."""
     monkeypatch.delenv("DYNSTEER_TEST_UNSET_VAR", raising=False)
-    code = main(["run", *argv, "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"), "-s", A, "-o", str(tmp_path)])
+    user = [] if "--user" in argv else ["--user", "Scripted"]
+    code = main(["run", *argv, *user, "--script", str(SCRIPTS / "clean_solver.json"), "-s", A, "-o", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 2
     assert needle in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

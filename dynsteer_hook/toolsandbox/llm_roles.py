@@ -1,0 +1,136 @@
+"""Agent and user roles for any model litellm reaches (``--agent LiteLLM --agent-model MODEL``,
+``--user LiteLLM --user-model MODEL``).
+
+ToolSandbox's own LLM roles each need their provider's SDK and key; these go through the
+package's LLM client, so any litellm model string and any OpenAI-compatible server (vLLM,
+Ollama, a llama.cpp server) can play the agent or simulate the user. Each sees exactly
+what ToolSandbox's OpenAI role of the same kind sees (the same message and tool
+conversion, scrambled names included, the scenario's user-simulator prompt for the user)
+and answers the same way. A model that names an unknown tool or writes arguments that are
+not a JSON object is not stopped here: the call goes to the execution environment, whose
+error the role and the evaluator then see, as they would for any misbehaving agent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from dynsteer_hook.llm import Completion, LLMClient, Usage
+from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
+from dynsteer_hook.toolsandbox.scripted import call_code
+
+from tool_sandbox.common.execution_context import RoleType, get_current_context
+from tool_sandbox.common.message_conversion import Message, to_openai_messages
+from tool_sandbox.common.tool_conversion import convert_to_openai_tool, convert_to_openai_tools
+from tool_sandbox.roles.base_role import BaseRole
+from tool_sandbox.roles.openai_api_user import OpenAIAPIUser
+
+
+def _call_ids(ids: list[str]) -> list[str]:
+    """The calls' ids as distinct Python identifiers: ToolSandbox names variables after them and
+    reads the id back from the code when it rebuilds the conversation for the next turn."""
+    out: list[str] = []
+    for i, raw in enumerate(ids):
+        ident = re.sub(r"\W", "_", raw, flags=re.ASCII) or f"call_{i}"
+        if not ident[0].isalpha():
+            ident = "call_" + ident
+        while ident in out:
+            ident += f"_{i}"
+        out.append(ident)
+    return out
+
+
+def _arguments(text: str) -> dict[str, Any] | str:
+    """The call's arguments as a dict, or the raw text when it is not a JSON object."""
+    try:
+        value = json.loads(text) if text.strip() else {}
+    except json.JSONDecodeError:
+        return text
+    return value if isinstance(value, dict) else text
+
+
+class _LiteLLMRole(BaseRole):
+    """Calls through ``LLMClient``; ``calls`` and ``usage`` count what the role spent."""
+
+    def __init__(self, client: LLMClient) -> None:
+        self.client = client
+        self.model_name = client.model
+        self.calls = 0
+        self.usage = Usage()
+
+    def _ask(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Completion:
+        completion = self.client.complete(messages, tools=tools)
+        self.calls += 1
+        self.usage = self.usage + completion.usage
+        return completion
+
+    def _calls_to_environment(self, completion: Completion, mapping: dict[str, str], *, openai_ids: bool) -> list[Message]:
+        ids = _call_ids([call.id for call in completion.tool_calls])
+        return [
+            Message(
+                sender=self.role_type,
+                recipient=RoleType.EXECUTION_ENVIRONMENT,
+                content=call_code(call_id, mapping.get(call.name, call.name), _arguments(call.arguments)),
+                openai_tool_call_id=call_id if openai_ids else None,
+                openai_function_name=call.name if openai_ids else None,
+            )
+            for call_id, call in zip(ids, completion.tool_calls, strict=True)
+        ]
+
+    def spent(self) -> dict[str, Any]:
+        """Calls, tokens and cost of this role so far."""
+        return {
+            "model": self.model_name,
+            "calls": self.calls,
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "cost_usd": round(self.usage.cost_usd, 6),
+            "cost_known": self.usage.cost_known,
+        }
+
+
+class LiteLLMAgent(_LiteLLMRole):
+    """The agent: tools are offered after a user or tool message, as ToolSandbox's OpenAI agent does."""
+
+    role_type: RoleType = RoleType.AGENT
+
+    def respond(self, ending_index: int | None = None) -> None:
+        messages: list[Message] = self.get_messages(ending_index=ending_index)
+        self.messages_validation(messages=messages)
+        messages = self.filter_messages(messages=messages)
+        if messages[-1].sender == RoleType.SYSTEM:
+            return
+        offer_tools = messages[-1].sender in (RoleType.USER, RoleType.EXECUTION_ENVIRONMENT)
+        tools = convert_to_openai_tools(self.get_available_tools()) if offer_tools else None
+        openai_messages, _ = to_openai_messages(messages)
+        completion = self._ask(openai_messages, tools)
+        if not completion.tool_calls or not offer_tools:
+            self.add_messages([Message(sender=self.role_type, recipient=RoleType.USER, content=completion.text)])
+            return
+        mapping = get_current_context().get_agent_to_execution_facing_tool_name()
+        self.add_messages(self._calls_to_environment(completion, mapping, openai_ids=True))
+
+
+class LiteLLMUser(_LiteLLMRole):
+    """The user simulator: prompted by the scenario's system message to the user, offered its tools
+    (``end_conversation``) after an agent message, as ToolSandbox's OpenAI user is."""
+
+    role_type: RoleType = RoleType.USER
+
+    def respond(self, ending_index: int | None = None) -> None:
+        messages: list[Message] = self.get_messages(ending_index=ending_index)
+        self.messages_validation(messages=messages)
+        messages = self.filter_messages(messages=messages)
+        if messages[-1].sender == RoleType.SYSTEM:
+            return
+        offer_tools = messages[-1].sender == RoleType.AGENT
+        tools = [convert_to_openai_tool(t) for t in self.get_available_tools().values()] if offer_tools else None
+        completion = self._ask(OpenAIAPIUser.to_openai_messages(messages), tools)
+        if not completion.tool_calls or not offer_tools:
+            self.add_messages([Message(sender=self.role_type, recipient=RoleType.AGENT, content=completion.text)])
+            return
+        # As ToolSandbox's OpenAI user: tool names as given (user tools are not scrambled), no OpenAI ids,
+        # since the user's own history leaves its tool calls out.
+        self.add_messages(self._calls_to_environment(completion, {}, openai_ids=False))
