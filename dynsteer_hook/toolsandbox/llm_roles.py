@@ -60,11 +60,34 @@ class _LiteLLMRole(BaseRole):
         self.calls = 0
         self.usage = Usage()
 
-    def _ask(self, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None) -> Completion:
-        completion = self.client.complete(messages, tools=tools)
+    answers_to: RoleType
+    """Whom a text answer goes to."""
+    tools_after: tuple[RoleType, ...]
+    """Senders after whose message the role is offered its tools."""
+
+    def _tools(self) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _conversation(self, messages: list[Message]) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def _calls(self, completion: Completion) -> list[Message]:
+        raise NotImplementedError
+
+    def respond(self, ending_index: int | None = None) -> None:
+        messages: list[Message] = self.get_messages(ending_index=ending_index)
+        self.messages_validation(messages=messages)
+        messages = self.filter_messages(messages=messages)
+        if messages[-1].sender == RoleType.SYSTEM:
+            return
+        offer_tools = messages[-1].sender in self.tools_after
+        completion = self.client.complete(self._conversation(messages), tools=self._tools() if offer_tools else None)
         self.calls += 1
         self.usage = self.usage + completion.usage
-        return completion
+        if completion.tool_calls and offer_tools:
+            self.add_messages(self._calls(completion))
+        else:
+            self.add_messages([Message(sender=self.role_type, recipient=self.answers_to, content=completion.text)])
 
     def _calls_to_environment(self, completion: Completion, mapping: dict[str, str], *, openai_ids: bool) -> list[Message]:
         ids = _call_ids([call.id for call in completion.tool_calls])
@@ -95,22 +118,18 @@ class LiteLLMAgent(_LiteLLMRole):
     """The agent: tools are offered after a user or tool message, as ToolSandbox's OpenAI agent does."""
 
     role_type: RoleType = RoleType.AGENT
+    answers_to = RoleType.USER
+    tools_after = (RoleType.USER, RoleType.EXECUTION_ENVIRONMENT)
 
-    def respond(self, ending_index: int | None = None) -> None:
-        messages: list[Message] = self.get_messages(ending_index=ending_index)
-        self.messages_validation(messages=messages)
-        messages = self.filter_messages(messages=messages)
-        if messages[-1].sender == RoleType.SYSTEM:
-            return
-        offer_tools = messages[-1].sender in (RoleType.USER, RoleType.EXECUTION_ENVIRONMENT)
-        tools = convert_to_openai_tools(self.get_available_tools()) if offer_tools else None
-        openai_messages, _ = to_openai_messages(messages)
-        completion = self._ask(openai_messages, tools)
-        if not completion.tool_calls or not offer_tools:
-            self.add_messages([Message(sender=self.role_type, recipient=RoleType.USER, content=completion.text)])
-            return
+    def _tools(self) -> list[dict[str, Any]]:
+        return convert_to_openai_tools(self.get_available_tools())  # type: ignore[no-any-return]
+
+    def _conversation(self, messages: list[Message]) -> list[dict[str, Any]]:
+        return to_openai_messages(messages)[0]  # type: ignore[no-any-return]
+
+    def _calls(self, completion: Completion) -> list[Message]:
         mapping = get_current_context().get_agent_to_execution_facing_tool_name()
-        self.add_messages(self._calls_to_environment(completion, mapping, openai_ids=True))
+        return self._calls_to_environment(completion, mapping, openai_ids=True)
 
 
 class LiteLLMUser(_LiteLLMRole):
@@ -118,19 +137,16 @@ class LiteLLMUser(_LiteLLMRole):
     (``end_conversation``) after an agent message, as ToolSandbox's OpenAI user is."""
 
     role_type: RoleType = RoleType.USER
+    answers_to = RoleType.AGENT
+    tools_after = (RoleType.AGENT,)
 
-    def respond(self, ending_index: int | None = None) -> None:
-        messages: list[Message] = self.get_messages(ending_index=ending_index)
-        self.messages_validation(messages=messages)
-        messages = self.filter_messages(messages=messages)
-        if messages[-1].sender == RoleType.SYSTEM:
-            return
-        offer_tools = messages[-1].sender == RoleType.AGENT
-        tools = [convert_to_openai_tool(t) for t in self.get_available_tools().values()] if offer_tools else None
-        completion = self._ask(OpenAIAPIUser.to_openai_messages(messages), tools)
-        if not completion.tool_calls or not offer_tools:
-            self.add_messages([Message(sender=self.role_type, recipient=RoleType.AGENT, content=completion.text)])
-            return
+    def _tools(self) -> list[dict[str, Any]]:
+        return [convert_to_openai_tool(t) for t in self.get_available_tools().values()]
+
+    def _conversation(self, messages: list[Message]) -> list[dict[str, Any]]:
+        return OpenAIAPIUser.to_openai_messages(messages)  # type: ignore[no-any-return]
+
+    def _calls(self, completion: Completion) -> list[Message]:
         # As ToolSandbox's OpenAI user: tool names as given (user tools are not scrambled), no OpenAI ids,
         # since the user's own history leaves its tool calls out.
-        self.add_messages(self._calls_to_environment(completion, {}, openai_ids=False))
+        return self._calls_to_environment(completion, {}, openai_ids=False)
