@@ -23,7 +23,7 @@ _TYPE_CHECKS: dict[str, tuple[type, ...]] = {
 class ArgIssue:
     """One way a call does not fit its tool's schema."""
 
-    rule: str  # unknown-tool | unknown-arg | missing-arg | type | unparseable
+    rule: str  # rejected | unknown-tool | unknown-arg | missing-arg | type | unparseable
     arg: str | None
     message: str
 

@@ -30,7 +30,7 @@ from dynsteer_hook.audit import (
     Window,
 )
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Milestone, Minefield
-from dynsteer_hook.catalog import ToolCatalog
+from dynsteer_hook.catalog import ArgIssue, ToolCatalog
 from dynsteer_hook.clock import ClosedAction, DualClock
 from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.errors import BlueprintError, Halt
@@ -49,6 +49,7 @@ from dynsteer_hook.judges.base import (
 from dynsteer_hook.judges.tier1 import Tier1Judge
 from dynsteer_hook.policy import base_level, composite, next_levels, update_weights
 from dynsteer_hook.predicates import all_hold, describe, predicate_holds, values_equal
+from dynsteer_hook.screening import screened_tools, screening_arguments
 from dynsteer_hook.steps import CallFacts, Step
 from dynsteer_hook.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
 from dynsteer_hook.validation import validate_blueprint
@@ -211,8 +212,9 @@ class Evaluator:
         """The fatal minefield a pending call would step on, without recording anything."""
         if call.actor != "agent":
             return None
+        args = screening_arguments(call)
         for f in self._mines_for(call):
-            if f.fatal and call.arguments is not None and all_hold(f.args, call.arguments, self._grounding):
+            if f.fatal and args is not None and all_hold(f.args, args, self._grounding):
                 return f
         return None
 
@@ -280,34 +282,38 @@ class Evaluator:
     # -- raw clock -----------------------------------------------------------------
 
     def _mines_for(self, call: ToolCall) -> list[Minefield]:
-        mines = self._mines_by_tool.get(call.tool, [])
-        if call.canonical_tool and call.canonical_tool != call.tool:
-            mines = mines + self._mines_by_tool.get(call.canonical_tool, [])
-        return mines
+        return [f for name in screened_tools(call) for f in self._mines_by_tool.get(name, [])]
 
     def _on_call(self, call: ToolCall) -> None:
         if call.actor != "agent":
             return
         args = call.arguments
+        screen = screening_arguments(call)
         near: list[str] = []
         warnings: list[str] = []
         for f in self._mines_for(call):
-            hit = args is not None and all_hold(f.args, args, self._grounding)
-            if hit and f.fatal:
-                self._halt_on_minefield(call, f)
-            if hit:
+            hit = screen is not None and all_hold(f.args, screen, self._grounding)
+            if hit and f.fatal and screen is not None:
+                self._halt_on_minefield(call, f, screen)
+            if hit and call.rejected is None:  # a refused call did not run: no warning-level hazard happened
                 warnings.append(f.id)
-            elif f.fatal:
+            elif not hit and f.fatal:
                 near.append(f.id)
         issues = tuple(self._catalog.check_arguments(call.tool, args)) if len(self._catalog) else ()
+        if call.rejected is not None:
+            issues = (ArgIssue("rejected", None, f"call refused before it ran: {call.rejected}"), *issues)
         sig = call.tool + json.dumps(args, sort_keys=True, default=str) if args is not None else None
         repeated = self._signatures.get(sig) if sig is not None else None
         if sig is not None and sig not in self._signatures:
             self._signatures[sig] = self._clock.t + 1
         self._pre[call.call_id] = (issues, tuple(near), tuple(warnings), repeated, self._grounding.size)
 
-    def _halt_on_minefield(self, call: ToolCall, f: Minefield) -> None:
+    def _halt_on_minefield(self, call: ToolCall, f: Minefield, args: Mapping[str, Any]) -> None:
         frontier = self._tracker.frontier()
+        shown = json.dumps(dict(args), default=str, ensure_ascii=False)[:200]
+        how = f"call {call.tool[:80]}({shown})"
+        if call.rejected is not None:
+            how = f"call {call.tool[:80]!r} (refused before it ran, read as {', '.join(call.suspected_tools) or call.tool[:80]})({shown})"
         self._raise_stop(
             StopRecord(
                 reason="fatal_minefield",
@@ -316,11 +322,11 @@ class Evaluator:
                 anchor=self._frontier_anchor(frontier),
                 dimension="safety",
                 frontier=frontier,
-                detail=f"call {call.tool}({json.dumps(dict(call.arguments or {}), default=str)[:200]}) hits {f.id}: {f.reason or 'hazardous operation'}",
+                detail=f"{how} hits {f.id}: {f.reason or 'hazardous operation'}",
                 blamed_k=self._clock.k,
                 blamed_t=self._clock.t + 1,
                 minefield=f.id,
-                tool=call.tool,
+                tool=f.tool,
             )
         )
 
@@ -341,7 +347,7 @@ class Evaluator:
             ok = result is not None and result.exception is None
             chosen: str | None = None
             out_of_order: list[str] = []
-            if ok and o.call.arguments is not None:
+            if ok and o.call.arguments is not None and o.call.rejected is None:
                 own = result.state_changes if result is not None and result.state_changes else action_changes
                 chosen, out_of_order = self._match(o.call.tool, o.call.canonical_tool, o.call.arguments, own, ready - taken)
                 out_of_order = [m for m in out_of_order if m not in taken]  # a repeat of this action's settlement is not out of order

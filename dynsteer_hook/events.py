@@ -66,6 +66,11 @@ class ToolCall:
         raw_arguments: The unparsed payload when ``arguments`` is ``None``.
         canonical_tool: Execution-facing tool name when it differs from ``tool``.
         actor: Who called: the agent, or the user (e.g. ending the conversation).
+        rejected: Why the call was refused before it could execute (a name that is not an
+            offered tool, arguments that are not a JSON object), or ``None``. A rejected call
+            never settles a milestone; it is a malformed call.
+        suspected_tools: For a rejected call, the offered tools its text names (in any
+            spelling); minefield interception screens them as if the call had named them.
     """
 
     call_id: str
@@ -74,6 +79,8 @@ class ToolCall:
     raw_arguments: str | None = None
     canonical_tool: str | None = None
     actor: Actor = "agent"
+    rejected: str | None = None
+    suspected_tools: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +145,8 @@ class ToolCallRecord(_Record):
     arguments: dict[str, Any] | str = Field(description="A JSON object, or the raw payload text when it is not one.")
     canonical_tool: str | None = None
     actor: Actor = "agent"
+    rejected: str | None = Field(default=None, description="Why the call was refused before it could execute, if it was.")
+    suspected_tools: list[str] = Field(default_factory=list, description="For a rejected call: offered tools its text names.")
 
 
 class ToolResultRecord(_Record):
@@ -185,7 +194,7 @@ def record_to_event(rec: Any) -> Event | None:
         return AgentMessage(rec.content)
     if isinstance(rec, ToolCallRecord):
         args, raw = _parse_arguments(rec.arguments)
-        return ToolCall(rec.call_id, rec.tool, args, raw, rec.canonical_tool, rec.actor)
+        return ToolCall(rec.call_id, rec.tool, args, raw, rec.canonical_tool, rec.actor, rec.rejected, tuple(rec.suspected_tools))
     if isinstance(rec, ToolResultRecord):
         changes = tuple(
             StateChange(
@@ -252,6 +261,10 @@ def event_to_record(event: Event) -> dict[str, Any]:
             rec["canonical_tool"] = event.canonical_tool
         if event.actor != "agent":
             rec["actor"] = event.actor
+        if event.rejected is not None:
+            rec["rejected"] = event.rejected
+        if event.suspected_tools:
+            rec["suspected_tools"] = list(event.suspected_tools)
         return _jsonable(rec)  # type: ignore[no-any-return]
     rec = {"kind": "tool_result", "call_id": event.call_id, "result": _jsonable(event.result), "exception": event.exception}
     if event.state_changes:

@@ -27,7 +27,7 @@ class Reply:
     completion_tokens: int = 50
     finish_reason: str = "stop"
     headers: dict[str, str] = field(default_factory=dict)
-    tool_calls: tuple[tuple[str, str], ...] = ()  # (function name, arguments text) per call
+    tool_calls: tuple[tuple[str, ...], ...] = ()  # (function name, arguments text[, call id]) per call
 
 
 def call(name: str, arguments: object = None) -> tuple[str, str]:
@@ -81,8 +81,8 @@ class FakeLLMServer:
                 message: dict[str, Any] = {"role": "assistant", "content": reply.content}
                 if reply.tool_calls:
                     message["tool_calls"] = [
-                        {"id": f"call-{number}-{i}", "type": "function", "function": {"name": n, "arguments": a}}
-                        for i, (n, a) in enumerate(reply.tool_calls)
+                        {"id": c[2] if len(c) > 2 else f"call-{number}-{i}", "type": "function", "function": {"name": c[0], "arguments": c[1]}}
+                        for i, c in enumerate(reply.tool_calls)
                     ]
                 payload = {
                     "id": f"chatcmpl-{number}",

@@ -8,6 +8,11 @@ halts the run before the call executes. A ``Halt`` raised by the evaluator stops
 rollout there: the conversation is marked inactive, ``play`` returns normally, and
 ToolSandbox evaluates and stores the partial trajectory.
 
+Before any of that, every row a role addressed to the execution environment goes through
+the tool-call gate (``calls.inspect_code``): whichever role wrote it (the package's own or
+ToolSandbox's), source that is not exactly a call of one of the role's offered tools is
+replaced by a rejection that only raises an error, so nothing else ever runs.
+
 Nothing here holds an ``ExecutionContext``: parallel tool calls are executed on deep
 copies and the current context is swapped globally, so it is always re-read.
 """
@@ -19,7 +24,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import polars as pl
 
@@ -35,6 +40,7 @@ from dynsteer_hook.events import (
     UserMessage,
 )
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
+from dynsteer_hook.toolsandbox.calls import GatedCall, inspect_code, offered_tools
 
 from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType, get_current_context
 from tool_sandbox.roles.base_role import BaseRole
@@ -133,6 +139,20 @@ def _result_value(row: dict[str, Any]) -> Any:
     return None if row.get("tool_call_exception") else row.get("content")
 
 
+def _gated_event(call_id: str, gated: GatedCall, actor: Literal["agent", "user"]) -> ToolCall:
+    tool = gated.tool or gated.name
+    return ToolCall(
+        call_id=call_id,
+        tool=tool,
+        arguments=gated.arguments.value,
+        raw_arguments=gated.arguments.raw,
+        canonical_tool=gated.execution_name if gated.execution_name and gated.execution_name != tool else None,
+        actor=actor,
+        rejected=gated.rejected,
+        suspected_tools=gated.suspects,
+    )
+
+
 class RowMapper:
     """Maps SANDBOX rows to core events (skipping the user simulator's private rows)."""
 
@@ -140,8 +160,15 @@ class RowMapper:
         self._user_call = 0
         self._last_user_call: str | None = None
 
-    def map(self, row: dict[str, Any], changes: tuple[StateChange, ...] = ()) -> Event | None:
-        """The event of one row, or ``None`` for rows the agent never sees or acts on."""
+    def map(self, row: dict[str, Any], changes: tuple[StateChange, ...] = (), gated: GatedCall | None = None) -> Event | None:
+        """The event of one row, or ``None`` for rows the agent never sees or acts on.
+
+        Args:
+            row: A SANDBOX row.
+            changes: The database changes to attach to a result row.
+            gated: The gate's verdict on a call row (what the evaluator must believe about
+                the call); without one the call's source is parsed.
+        """
         sender, recipient = str(row["sender"]), str(row["recipient"])
         visible = row.get("visible_to")
         if visible is not None and list(map(str, visible)) == [str(RoleType.USER)]:
@@ -154,6 +181,8 @@ class RowMapper:
         if sender == RoleType.AGENT and recipient == RoleType.USER:
             return AgentMessage(content)
         if sender == RoleType.AGENT and recipient == RoleType.EXECUTION_ENVIRONMENT:
+            if gated is not None:
+                return _gated_event(row.get("openai_tool_call_id") or f"agent:{row.get('sandbox_message_index')}", gated, "agent")
             name, args, raw = parse_call_code(content)
             agent_name = row.get("openai_function_name") or name or "?"
             return ToolCall(
@@ -173,11 +202,25 @@ class RowMapper:
         if sender == RoleType.USER and recipient == RoleType.EXECUTION_ENVIRONMENT:
             self._user_call += 1
             self._last_user_call = f"user:{self._user_call}"
+            if gated is not None:
+                return _gated_event(self._last_user_call, gated, "user")
             name, args, raw = parse_call_code(content)
             return ToolCall(self._last_user_call, name or "?", args, raw, None, actor="user")
         if sender == RoleType.EXECUTION_ENVIRONMENT and recipient == RoleType.USER:
             return ToolResult(self._last_user_call or "user:?", _result_value(row), row.get("tool_call_exception"), changes)
         return None
+
+
+def _rewrite_calls(rewrites: dict[int, GatedCall]) -> None:
+    """Replace the source (and id) of call rows in place, before the execution environment reads them."""
+    tables = _tables()
+    frame = tables[DatabaseNamespace.SANDBOX]
+    index = pl.col("sandbox_message_index")
+    content, call_id = pl.col("content"), pl.col("openai_tool_call_id")
+    for i, verdict in rewrites.items():
+        content = pl.when(index == i).then(pl.lit(verdict.code)).otherwise(content)
+        call_id = pl.when((index == i) & pl.col("openai_tool_call_id").is_not_null()).then(pl.lit(verdict.call_id)).otherwise(call_id)
+    tables[DatabaseNamespace.SANDBOX] = frame.with_columns(content.alias("content"), call_id.alias("openai_tool_call_id"))
 
 
 def end_conversation_now() -> None:
@@ -204,6 +247,29 @@ class RolloutSession:
         self.opened = False
         self.stop: StopRecord | None = None
         self.rows_seen = 0
+        self.rewritten = 0
+        self._gated: dict[int, GatedCall] = {}
+
+    def gate(self, role_type: RoleType) -> None:
+        """Pass the role's new calls through the gate, rewriting any that must not run as written."""
+        frame = _tables()[DatabaseNamespace.SANDBOX]
+        new = frame.filter(pl.col("sandbox_message_index") > self._last_index)
+        offered: dict[str, str] | None = None
+        rewrites: dict[int, GatedCall] = {}
+        for row in new.iter_rows(named=True):
+            if row["sender"] is None or str(row["sender"]) != role_type or str(row["recipient"]) != RoleType.EXECUTION_ENVIRONMENT:
+                continue
+            index = int(row["sandbox_message_index"])
+            if offered is None:
+                offered = offered_tools(role_type)
+            call_id = row.get("openai_tool_call_id")
+            verdict = inspect_code(row.get("content") or "", row.get("openai_function_name"), call_id, offered, f"call_{index}")
+            self._gated[index] = verdict
+            if verdict.code != row.get("content") or (call_id is not None and verdict.call_id != call_id):
+                rewrites[index] = verdict
+        if rewrites:
+            _rewrite_calls(rewrites)
+            self.rewritten += len(rewrites)
 
     def sync(self, before: Snapshots | None = None) -> None:
         """Feed rows appended since the last sync; the first result row carries the state change."""
@@ -218,7 +284,7 @@ class RolloutSession:
             self._last_index = int(row["sandbox_message_index"])
             self.rows_seen += 1
             is_result = str(row["sender"]) == RoleType.EXECUTION_ENVIRONMENT
-            event = self._mapper.map(row, pending_changes if is_result else ())
+            event = self._mapper.map(row, pending_changes if is_result else (), self._gated.pop(self._last_index, None))
             if is_result:
                 pending_changes = ()
             if event is not None:
@@ -244,6 +310,8 @@ class GuardedRole(BaseRole):
                 session.opened = True
             before = snapshot_databases() if self.role_type == RoleType.EXECUTION_ENVIRONMENT else None
             self.inner.respond(ending_index=ending_index)
+            if self.role_type in (RoleType.AGENT, RoleType.USER):
+                session.gate(self.role_type)
             session.sync(before)
         except Halt as halt:
             session.stop = halt.stop

@@ -6,22 +6,22 @@ package's LLM client, so any litellm model string and any OpenAI-compatible serv
 Ollama, a llama.cpp server) can play the agent or simulate the user. Each sees exactly
 what ToolSandbox's OpenAI role of the same kind sees (the same message and tool
 conversion, scrambled names included, the scenario's user-simulator prompt for the user)
-and answers the same way. A model that names an unknown tool or writes arguments that are
-not a JSON object is not stopped here: the call goes to the execution environment, whose
-error the role and the evaluator then see, as they would for any misbehaving agent.
+and answers the same way. Every call goes through the tool-call gate (``calls.gate``): a
+name that is not one of the role's offered tools, or arguments that are not a JSON object,
+never reach the interpreter; the call becomes a tool error the model and the evaluator
+see, as they would for any misbehaving agent.
 """
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from dynsteer_hook.llm import Completion, LLMClient, Usage
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
-from dynsteer_hook.toolsandbox.scripted import call_code
+from dynsteer_hook.toolsandbox.calls import gate, offered_tools
 
-from tool_sandbox.common.execution_context import RoleType, get_current_context
+from tool_sandbox.common.execution_context import RoleType
 from tool_sandbox.common.message_conversion import Message, to_openai_messages
 from tool_sandbox.common.tool_conversion import convert_to_openai_tool, convert_to_openai_tools
 from tool_sandbox.roles.base_role import BaseRole
@@ -29,26 +29,17 @@ from tool_sandbox.roles.openai_api_user import OpenAIAPIUser
 
 
 def _call_ids(ids: list[str]) -> list[str]:
-    """The calls' ids as distinct Python identifiers: ToolSandbox names variables after them and
-    reads the id back from the code when it rebuilds the conversation for the next turn."""
+    """The calls' ids as distinct plain identifiers of at most 48 characters: ToolSandbox names
+    variables after them and reads the id back from the code when it rebuilds the conversation."""
     out: list[str] = []
     for i, raw in enumerate(ids):
-        ident = re.sub(r"\W", "_", raw, flags=re.ASCII) or f"call_{i}"
+        ident = re.sub(r"\W", "_", raw[:40], flags=re.ASCII) or f"call_{i}"
         if not ident[0].isalpha():
             ident = "call_" + ident
         while ident in out:
-            ident += f"_{i}"
+            ident = f"{ident[:40]}_{i}"
         out.append(ident)
     return out
-
-
-def _arguments(text: str) -> dict[str, Any] | str:
-    """The call's arguments as a dict, or the raw text when it is not a JSON object."""
-    try:
-        value = json.loads(text) if text.strip() else {}
-    except json.JSONDecodeError:
-        return text
-    return value if isinstance(value, dict) else text
 
 
 class _LiteLLMRole(BaseRole):
@@ -89,18 +80,24 @@ class _LiteLLMRole(BaseRole):
         else:
             self.add_messages([Message(sender=self.role_type, recipient=self.answers_to, content=completion.text)])
 
-    def _calls_to_environment(self, completion: Completion, mapping: dict[str, str], *, openai_ids: bool) -> list[Message]:
+    def _calls_to_environment(self, completion: Completion, *, openai_ids: bool) -> list[Message]:
+        # Through the gate: the model's name is looked up exactly among the role's offered tools
+        # and its arguments decoded as JSON; anything else becomes a tool error the model sees.
+        offered = offered_tools(self.role_type)
         ids = _call_ids([call.id for call in completion.tool_calls])
-        return [
-            Message(
-                sender=self.role_type,
-                recipient=RoleType.EXECUTION_ENVIRONMENT,
-                content=call_code(call_id, mapping.get(call.name, call.name), _arguments(call.arguments)),
-                openai_tool_call_id=call_id if openai_ids else None,
-                openai_function_name=call.name if openai_ids else None,
+        out: list[Message] = []
+        for call_id, call in zip(ids, completion.tool_calls, strict=True):
+            gated = gate(call_id, call.name, call.arguments, offered)
+            out.append(
+                Message(
+                    sender=self.role_type,
+                    recipient=RoleType.EXECUTION_ENVIRONMENT,
+                    content=gated.code,
+                    openai_tool_call_id=gated.call_id if openai_ids else None,
+                    openai_function_name=call.name if openai_ids else None,
+                )
             )
-            for call_id, call in zip(ids, completion.tool_calls, strict=True)
-        ]
+        return out
 
     def spent(self) -> dict[str, Any]:
         """Calls, tokens and cost of this role so far."""
@@ -128,8 +125,7 @@ class LiteLLMAgent(_LiteLLMRole):
         return to_openai_messages(messages)[0]  # type: ignore[no-any-return]
 
     def _calls(self, completion: Completion) -> list[Message]:
-        mapping = get_current_context().get_agent_to_execution_facing_tool_name()
-        return self._calls_to_environment(completion, mapping, openai_ids=True)
+        return self._calls_to_environment(completion, openai_ids=True)
 
 
 class LiteLLMUser(_LiteLLMRole):
@@ -147,6 +143,5 @@ class LiteLLMUser(_LiteLLMRole):
         return OpenAIAPIUser.to_openai_messages(messages)  # type: ignore[no-any-return]
 
     def _calls(self, completion: Completion) -> list[Message]:
-        # As ToolSandbox's OpenAI user: tool names as given (user tools are not scrambled), no OpenAI ids,
-        # since the user's own history leaves its tool calls out.
-        return self._calls_to_environment(completion, {}, openai_ids=False)
+        # As ToolSandbox's OpenAI user: no OpenAI ids, since the user's own history leaves its tool calls out.
+        return self._calls_to_environment(completion, openai_ids=False)

@@ -10,7 +10,6 @@ conversation with ToolSandbox's ``end_conversation`` tool.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from dynsteer_hook.errors import ScenarioError
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
+from dynsteer_hook.toolsandbox.calls import gate, offered_tools
 
-from tool_sandbox.common.execution_context import RoleType, get_current_context
+from tool_sandbox.common.execution_context import RoleType
 from tool_sandbox.common.message_conversion import Message
 from tool_sandbox.roles.base_role import BaseRole
 
@@ -86,15 +86,6 @@ def load_script(path: str | Path) -> dict[str, ScenarioScript]:
     return scripts
 
 
-def call_code(call_id: str, function_name: str, arguments: Mapping[str, Any] | str) -> str:
-    # The same three-line form ToolSandbox's agents emit, so its own converters read it back.
-    return (
-        f"{call_id}_parameters = {arguments!r}\n"
-        f"{call_id}_response = {function_name}(**{call_id}_parameters)\n"
-        f"print(repr({call_id}_response))"
-    )
-
-
 class ScriptedAgent(BaseRole):
     """An agent that plays a fixed list of steps."""
 
@@ -115,17 +106,18 @@ class ScriptedAgent(BaseRole):
         if step.say is not None:
             self.add_messages([Message(sender=self.role_type, recipient=RoleType.USER, content=step.say)])
             return
-        context = get_current_context()
-        mapping = context.get_agent_to_execution_facing_tool_name()
+        # Through the gate: a name that is not an offered tool, or arguments that are not a JSON
+        # object, become a tool error the agent sees; a script is as untrusted as a model.
+        offered = offered_tools(self.role_type)
         out: list[Message] = []
         for i, call in enumerate(step.tool_calls or []):
-            call_id = f"call_{self.turn}_{i}"
+            gated = gate(f"call_{self.turn}_{i}", call.name, call.arguments, offered)
             out.append(
                 Message(
                     sender=self.role_type,
                     recipient=RoleType.EXECUTION_ENVIRONMENT,
-                    content=call_code(call_id, mapping.get(call.name, call.name), call.arguments),
-                    openai_tool_call_id=call_id,
+                    content=gated.code,
+                    openai_tool_call_id=gated.call_id,
                     openai_function_name=call.name,
                 )
             )
@@ -157,7 +149,7 @@ class ScriptedUser(BaseRole):
                 Message(
                     sender=self.role_type,
                     recipient=RoleType.EXECUTION_ENVIRONMENT,
-                    content=call_code("user_end", "end_conversation", {}),
+                    content=gate("user_end", "end_conversation", {}, offered_tools(self.role_type)).code,
                 )
             ]
         )
