@@ -240,12 +240,8 @@ class Evaluator:
         cfg = self.config
         n = len(self.blueprint.milestones)
         by_m = {s.milestone: s.composite for s in self._stages}
-        if self._stop is not None and self._stop.reason == "fatal_minefield":
-            score = 0.0
-        elif n == 0:
-            score = 0.0 if self._stop is not None else 1.0
-        else:
-            score = sum(by_m.values()) / n
+        # Validation guarantees n >= 1: a blueprint without milestones would make every run complete.
+        score = 0.0 if self._stop is not None and self._stop.reason == "fatal_minefield" else sum(by_m.values()) / n
         outcome = "halted" if self._stop else ("completed" if self._tracker.done() else "incomplete")
         report = Report(
             task=self.blueprint.task,
@@ -406,8 +402,7 @@ class Evaluator:
         if settled_now:
             self._stagnation, self._stagnation_since = 0, None
         elif frontier or action.calls:
-            # With nothing left to settle (or a blueprint without milestones) only tool calls
-            # are idle work; talking to the user is not.
+            # With nothing left to settle only tool calls are idle work; talking to the user is not.
             self._stagnation += 1
             if self._stagnation_since is None:
                 self._stagnation_since = (action.k_start, t)

@@ -486,10 +486,10 @@ def test_incomplete_run_report() -> None:
     assert rep.score == pytest.approx(1 / 3, abs=1e-6)
 
 
-def test_empty_blueprint_completes_with_full_score() -> None:
-    """With no milestones there is nothing to miss: the run is complete with score 1."""
-    r = run(blueprint([]), [UserMessage("hi"), AgentMessage("hello")])
-    assert (r.report.outcome, r.report.score) == ("completed", 1.0)
+def test_empty_blueprint_is_refused() -> None:
+    """A blueprint without milestones would make any run complete, so the evaluator refuses it with one sentence."""
+    with pytest.raises(BlueprintError, match=r"rule non-empty: the blueprint has no milestones, so any run would count as complete; add"):
+        Evaluator(blueprint([], minefields=[DELETE_ALL]))
 
 
 def test_report_records_config_and_blueprint_summary() -> None:
