@@ -27,6 +27,7 @@ from dynsteer_hook.audit import (
     StepRecord,
     StopRecord,
     TierUse,
+    TraceFaultRecord,
     Window,
 )
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Milestone, Minefield
@@ -172,6 +173,7 @@ class Evaluator:
         self._structural_detail = ""
         self._stop: StopRecord | None = None
         self._ended = False
+        self._left_pending: list[str] | None = None
         self._usage_calls: dict[str, int] = defaultdict(int)
         self._usage_dims: dict[str, int] = defaultdict(int)
         self._degraded = 0
@@ -224,20 +226,37 @@ class Evaluator:
         """
         if self._stop is not None:
             return None
+        flushed = self._clock.moved_on(event)
+        if flushed is not None:  # calls left waiting while the agent moved on: close them unanswered
+            self._record_faults()
+            self._on_closed(flushed)
+        faults = self._clock.pairing.count
         action = self._clock.tick(event)
+        paired = self._clock.pairing.count == faults
+        self._record_faults()
         if isinstance(event, (UserMessage, SystemMessage)):
             self._grounding.add(event.content)
         elif isinstance(event, ToolCall):
             self._on_call(event)
-        elif isinstance(event, ToolResult):
+        elif isinstance(event, ToolResult) and paired:  # a result no call asked for was not shown to the agent
             self._grounding.add_value(event.result)
         if action is not None:
             self._on_closed(action)
-        return action
+        return action or flushed
 
     def finish(self) -> Report:
-        """The report of the run so far (call once the rollout has ended)."""
+        """The report of the run so far (call once the rollout has ended).
+
+        Calls still waiting for a result are closed unanswered and evaluated (without the
+        stop rules: the run is over); they stay listed in ``pending_calls``.
+        """
         cfg = self.config
+        if self._left_pending is None:
+            self._left_pending = [f"{c.call_id}:{c.tool}" for c in self._clock.pending_calls]
+            flushed = self._clock.flush() if self._stop is None else None
+            if flushed is not None:
+                self._record_faults()
+                self._on_closed(flushed, check_stops=False)
         n = len(self.blueprint.milestones)
         by_m = {s.milestone: s.composite for s in self._stages}
         # Validation guarantees n >= 1: a blueprint without milestones would make every run complete.
@@ -257,7 +276,9 @@ class Evaluator:
             k=self._clock.k,
             t=self._clock.t,
             steps=[self._step_record(s) for s in self._steps],
-            pending_calls=[f"{c.call_id}:{c.tool}" for c in self._clock.pending_calls],
+            pending_calls=list(self._left_pending),
+            trace_faults=[TraceFaultRecord(kind=f.kind, k=f.k, call_id=f.call_id, tool=f.tool, detail=f.detail) for f in self._clock.pairing.faults],
+            trace_fault_count=self._clock.pairing.count,
             judge_usage=JudgeUsage(
                 calls_by_tier=dict(self._usage_calls),
                 dimensions_by_tier=dict(self._usage_dims),
@@ -322,7 +343,12 @@ class Evaluator:
 
     # -- closed-action clock -------------------------------------------------------
 
-    def _on_closed(self, action: ClosedAction) -> None:
+    def _record_faults(self) -> None:
+        for f in self._clock.pairing.drain():
+            _log.info("trace_fault", kind=f.kind, k=f.k, call_id=f.call_id[:80], task=self.blueprint.task)
+            self._emit({"type": "trace_fault", "kind": f.kind, "k": f.k, "call_id": f.call_id, "tool": f.tool, "detail": f.detail})
+
+    def _on_closed(self, action: ClosedAction, *, check_stops: bool = True) -> None:
         t = action.t
         frontier = self._tracker.frontier()
         ready = set(frontier)
@@ -406,7 +432,8 @@ class Evaluator:
             self._stagnation += 1
             if self._stagnation_since is None:
                 self._stagnation_since = (action.k_start, t)
-        self._check_stop_rules(stage)
+        if check_stops:
+            self._check_stop_rules(stage)
 
     def _match(
         self,
