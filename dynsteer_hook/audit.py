@@ -107,6 +107,7 @@ class StepRecord(_Model):
     settled: list[str]
     out_of_order: list[str]
     message: str | None = None
+    ungrounded: list[str] = Field(default_factory=list, description="Identifier-like argument values (arg=value) never shown to the agent.")
 
 
 class TraceFaultRecord(_Model):
@@ -232,6 +233,8 @@ def render_markdown(report: Report) -> str:
             notes.append(f"{sp.structural} malformed")
         if sp.out_of_order:
             notes.append("out of order: " + _ids(sp.out_of_order))
+        if sp.ungrounded:
+            notes.append("never shown to the agent: " + ", ".join(md(v, 120) for v in sp.ungrounded[:5]))
         tools = ", ".join(md(t, 80) for t in sp.tools[:10]) + (f" and {len(sp.tools) - 10} more" if len(sp.tools) > 10 else "")
         lines.append(
             f"| {sp.t} | {sp.k_start}-{sp.k_end} | {md(sp.kind, 20)} | {tools or '-'} | {_ids(sp.settled) or '-'} | {'; '.join(notes) or '-'} |"

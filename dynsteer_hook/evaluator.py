@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -38,6 +38,7 @@ from dynsteer_hook.errors import BlueprintError, Halt
 from dynsteer_hook.events import Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.graph import START, FrontierTracker, ancestor_sets, dominator_map, milestone_graph
 from dynsteer_hook.grounding import TextGrounding
+from dynsteer_hook.identifiers import ungrounded_values
 from dynsteer_hook.judges.base import (
     BindingCheck,
     DimensionScore,
@@ -56,14 +57,9 @@ from dynsteer_hook.validation import validate_blueprint
 
 _log = structlog.get_logger(__name__)
 
-_IDENTIFIER_CHARS = set("0123456789")
-
-
-def _looks_like_identifier(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    digits = sum(1 for ch in value if ch in _IDENTIFIER_CHARS)
-    return digits >= 5 or (len(value) >= 32 and value.count("-") == 4)
+_PreCall = tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...], int | None, int, tuple[str, ...]]
+"""What a call's own event tells: schema issues, fatal near misses, warnings, the action it repeats,
+the grounding size before it, and its invented (ungrounded) values."""
 
 
 def _extract(result: Any, path: str) -> list[Any]:
@@ -157,7 +153,8 @@ class Evaluator:
         self._producers = {b.producer for b in blueprint.bindings}
         self._clock = DualClock()
         self._grounding = TextGrounding()
-        self._pre: dict[str, tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...], int | None, int]] = {}
+        self._pre: dict[str, deque[_PreCall]] = defaultdict(deque)  # by call id, first in first out like the clock
+        self._invented: FirstError | None = None
         self._signatures: dict[str, int] = {}
         self._steps: list[Step] = []
         self._settled_at: dict[str, int] = {}
@@ -321,7 +318,10 @@ class Evaluator:
         repeated = self._signatures.get(sig) if sig is not None else None
         if sig is not None and sig not in self._signatures:
             self._signatures[sig] = self._clock.t + 1
-        self._pre[call.call_id] = (issues, tuple(near), tuple(warnings), repeated, self._grounding.size)
+        props = self._catalog.properties(call.tool) if call.tool in self._catalog else {}
+        listed = frozenset(a for a, schema in props.items() if isinstance(schema, Mapping) and "enum" in schema)
+        invented = ungrounded_values(args, self._grounding.seen, listed)
+        self._pre[call.call_id].append((issues, tuple(near), tuple(warnings), repeated, self._grounding.size, invented))
 
     def _halt_on_minefield(self, call: ToolCall, f: Minefield) -> None:
         frontier = self._tracker.frontier()
@@ -357,8 +357,11 @@ class Evaluator:
         settled_now: list[str] = []
         action_changes = action.state_changes
         for o in action.calls:
-            pre = self._pre.pop(o.call.call_id, ((), (), (), None, self._grounding.size))
-            issues, near, warnings, repeated, _ = pre
+            queue = self._pre.get(o.call.call_id)
+            pre: _PreCall = queue.popleft() if queue else ((), (), (), None, self._grounding.size, ())
+            if queue is not None and not queue:
+                del self._pre[o.call.call_id]
+            issues, near, warnings, repeated, _, invented = pre
             result = o.result
             ok = result is not None and result.exception is None
             chosen: str | None = None
@@ -388,8 +391,14 @@ class Evaluator:
                     settled=chosen,
                     out_of_order=tuple(out_of_order),
                     grounding_upto=pre[4],
+                    ungrounded=invented,
                 )
             )
+            if invented and self._invented is None:
+                self._invented = FirstError(
+                    k=o.k_call, t=t, stage=chosen, dimension="correctness",
+                    detail=f"{o.call.tool} was called with value(s) never shown to the agent: {', '.join(invented)[:300]}",
+                )
         if action.message is not None:
             chosen, _ = self._match(AGENT_MESSAGE_TOOL, None, {"content": action.message.content}, (), ready - taken)
             if chosen is not None:
@@ -507,11 +516,7 @@ class Evaluator:
         call = next((c for c in step.calls if c.settled == m), None)
         upto = call.grounding_upto if call is not None else self._grounding.size
         bindings = self._binding_checks(m, call, upto)
-        ungrounded = tuple(
-            f"{k}={v!r}"
-            for k, v in ((call.arguments or {}).items() if call else ())
-            if _looks_like_identifier(v) and not self._grounding.seen(v, upto)
-        )
+        ungrounded = call.ungrounded if call is not None else ()
         context = StageContext(
             task=self.blueprint.task,
             anchor=anchor,
@@ -679,7 +684,8 @@ class Evaluator:
 
     def _first_error(self) -> FirstError | None:
         cfg = self.config
-        candidates: list[FirstError] = []
+        # An invented value is blamed on its own call, ahead of a stage failing at the same step.
+        candidates: list[FirstError] = [self._invented] if self._invented is not None else []
         for st in self._stages:
             failing = st.composite < cfg.pass_threshold_for_first_error or any(v < cfg.theta_fail for v in st.scores.values())
             if not failing:
@@ -707,6 +713,7 @@ class Evaluator:
             structural=sum(1 for c in s.calls if c.structural),
             settled=list(s.settled),
             out_of_order=sorted({m for c in s.calls for m in c.out_of_order}),
+            ungrounded=[v for c in s.calls for v in c.ungrounded][:20],
             message=s.message[:500] if s.message is not None else None,
         )
 
