@@ -13,6 +13,7 @@ import hashlib
 import json
 from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import structlog
@@ -57,9 +58,9 @@ from dynsteer_hook.validation import validate_blueprint
 
 _log = structlog.get_logger(__name__)
 
-_PreCall = tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...], int | None, int, tuple[str, ...]]
+_PreCall = tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...], int | None, int]
 """What a call's own event tells: schema issues, fatal near misses, warnings, the action it repeats,
-the grounding size before it, and its invented (ungrounded) values."""
+and the grounding size before it (what the agent had been shown when it called)."""
 
 
 def _extract(result: Any, path: str) -> list[Any]:
@@ -155,6 +156,7 @@ class Evaluator:
         self._grounding = TextGrounding()
         self._pre: dict[str, deque[_PreCall]] = defaultdict(deque)  # by call id, first in first out like the clock
         self._invented: FirstError | None = None
+        self._enum_args: dict[str, frozenset[str]] = {}  # per tool: arguments whose schema lists their values
         self._signatures: dict[str, int] = {}
         self._steps: list[Step] = []
         self._settled_at: dict[str, int] = {}
@@ -318,10 +320,15 @@ class Evaluator:
         repeated = self._signatures.get(sig) if sig is not None else None
         if sig is not None and sig not in self._signatures:
             self._signatures[sig] = self._clock.t + 1
-        props = self._catalog.properties(call.tool) if call.tool in self._catalog else {}
-        listed = frozenset(a for a, schema in props.items() if isinstance(schema, Mapping) and "enum" in schema)
-        invented = ungrounded_values(args, self._grounding.seen, listed)
-        self._pre[call.call_id].append((issues, tuple(near), tuple(warnings), repeated, self._grounding.size, invented))
+        self._pre[call.call_id].append((issues, tuple(near), tuple(warnings), repeated, self._grounding.size))
+
+    def _enums(self, tool: str) -> frozenset[str]:
+        """Arguments of ``tool`` whose schema lists the allowed values (never blamed as invented)."""
+        listed = self._enum_args.get(tool)
+        if listed is None:
+            props = self._catalog.properties(tool)
+            listed = self._enum_args[tool] = frozenset(a for a, p in props.items() if isinstance(p, Mapping) and "enum" in p)
+        return listed
 
     def _halt_on_minefield(self, call: ToolCall, f: Minefield) -> None:
         frontier = self._tracker.frontier()
@@ -358,10 +365,13 @@ class Evaluator:
         action_changes = action.state_changes
         for o in action.calls:
             queue = self._pre.get(o.call.call_id)
-            pre: _PreCall = queue.popleft() if queue else ((), (), (), None, self._grounding.size, ())
+            pre: _PreCall = queue.popleft() if queue else ((), (), (), None, self._grounding.size)
             if queue is not None and not queue:
                 del self._pre[o.call.call_id]
-            issues, near, warnings, repeated, _, invented = pre
+            issues, near, warnings, repeated, upto = pre
+            # Checked here rather than before the call runs, to keep the interception path short;
+            # ``upto`` keeps the verdict to what the agent had been shown when it called.
+            invented = ungrounded_values(o.call.arguments, partial(self._grounding.seen, upto=upto), self._enums(o.call.tool))
             result = o.result
             ok = result is not None and result.exception is None
             chosen: str | None = None

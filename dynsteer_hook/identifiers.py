@@ -22,26 +22,25 @@ _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 _EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
 _DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?|\d{1,2}/\d{1,2}/\d{2,4}")
 _TOKEN = re.compile(r"[\w.:#\-+]+")
+_DIGIT = re.compile(r"\d")
+_ID_CHAR = re.compile(r"[\d@]")  # every identifier shape has a digit, or is an e-mail address
 _LIMIT = 200  # longer strings are text, not identifiers
 _MAX_VALUES = 50  # values inspected per call (nested lists and objects included)
 
 
 def looks_like_identifier(value: Any) -> bool:
     """Whether a string value as a whole is shaped like a phone number, id, e-mail address or date."""
-    if not isinstance(value, str):
-        return False
+    if not isinstance(value, str) or len(value) > _LIMIT or _ID_CHAR.search(value) is None:
+        return False  # the common case (names, message bodies) leaves here, cheaply
     text = value.strip()
-    if not text or len(text) > _LIMIT:
-        return False
-    digits = sum(ch.isdigit() for ch in text)
+    digits = len(_DIGIT.findall(text))
     if _PHONE.fullmatch(text):
         return digits >= 7
     if _UUID.fullmatch(text) or _EMAIL.fullmatch(text) or _DATE.fullmatch(text):
         return True
     if not _TOKEN.fullmatch(text):
         return False  # spaces or other punctuation: free text
-    letters = sum(ch.isalpha() for ch in text)
-    return digits >= 5 or (len(text) >= 16 and digits >= 2 and letters >= 2)
+    return digits >= 5 or (len(text) >= 16 and digits >= 2 and any(ch.isalpha() for ch in text))
 
 
 def _leaves(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:

@@ -73,6 +73,8 @@ class PairingLedger:
 
     def drain(self) -> list[TraceFault]:
         """Faults recorded since the last drain, oldest first."""
+        if not self._fresh:
+            return []
         fresh, self._fresh = self._fresh, []
         return fresh
 
