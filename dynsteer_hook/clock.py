@@ -65,9 +65,10 @@ class _Open:
     pending: dict[str, deque[int]] = field(default_factory=dict)
     message: AgentMessage | None = None
     answered: int = 0
+    waiting: int = 0  # calls without their result yet (a count: checked on every event)
 
     def n_pending(self) -> int:
-        return sum(len(q) for q in self.pending.values())
+        return self.waiting
 
 
 class DualClock:
@@ -128,6 +129,7 @@ class DualClock:
             self.pairing.agent_call(k, event.call_id, event.tool, already_waiting=event.call_id in batch.pending)
             batch.calls.append(CallOutcome(k, event))
             batch.pending.setdefault(event.call_id, deque()).append(len(batch.calls) - 1)
+            batch.waiting += 1
             batch.k_last = k
             return None
         if isinstance(event, ToolResult):
@@ -143,6 +145,7 @@ class DualClock:
             o = op.calls[i]
             op.calls[i] = CallOutcome(o.k_call, o.call, k, event)
             op.answered += 1
+            op.waiting -= 1
             op.k_last = k
             return self._close(k) if op.n_pending() == 0 else None
         if isinstance(event, AgentMessage):
