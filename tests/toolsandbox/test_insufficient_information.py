@@ -10,6 +10,7 @@ milestones for these scenarios are empty), which is the outcome this guards agai
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ import pytest
 from ts_support import SCRIPTS, D
 
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
+from dynsteer_hook.errors import BlueprintError
 from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
 
 pytestmark = pytest.mark.toolsandbox
@@ -111,3 +113,16 @@ def test_calling_the_mined_tool_instead_of_asking_is_halted(scenarios: dict[str,
     report = play(scenarios, {name: guess}, tmp_path)[name]["dynsteer"]
     assert (report["outcome"], report["halted"], report["stop"]["reason"]) == ("halted", True, "fatal_minefield")
     assert report["score"] == 0.0
+
+
+def test_a_stored_blueprint_without_milestones_stops_the_run_before_any_rollout(scenarios: dict[str, Any], tmp_path: Path) -> None:
+    """An old empty blueprint ('{}') is refused up front, in one sentence naming its file; nothing is played or written."""
+    blueprints = tmp_path / "blueprints"
+    blueprints.mkdir()
+    (blueprints / f"{D}.json").write_text("{}", encoding="utf-8")
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({D: {"agent": say("I have completed the task."), "user": []}}), encoding="utf-8")
+    options = RunOptions(agent="Scripted", user="Scripted", evaluator="dynsteer", script=script, blueprint_dir=blueprints)
+    with pytest.raises(BlueprintError, match=rf"^blueprint file {re.escape(str(blueprints / D))}\.json is not valid \(non-empty: the blueprint has no milestones"):
+        run_scenarios({D: scenarios[D]}, options, tmp_path / "run", 1)
+    assert not (tmp_path / "run").exists()
