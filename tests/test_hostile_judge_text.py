@@ -29,8 +29,6 @@ from dynsteer_hook.judges.prompts import CLIP, DATA_CLOSE, DATA_OPEN, Specialist
 from dynsteer_hook.steps import CallFacts, Step
 from dynsteer_hook.untrusted import skeleton
 
-markdown_it = pytest.importorskip("markdown_it")
-
 # ---- generated injections ---------------------------------------------------------------------------------------
 
 FULLWIDTH = {chr(c): chr(c + 0xFEE0) for c in range(0x21, 0x7F)}
@@ -216,6 +214,7 @@ REPORT_FIELDS: dict[str, Callable[[Report, str], Report]] = {
 
 
 def _parse(md: str) -> list[Any]:
+    markdown_it = pytest.importorskip("markdown_it")  # a development dependency (pyproject: dev)
     return list(markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(md))
 
 
