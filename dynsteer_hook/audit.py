@@ -10,6 +10,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dynsteer_hook.untrusted import for_markdown as md
+
 StopReason = Literal["fatal_minefield", "structural_failure", "low_score", "frontier_stagnation"]
 
 
@@ -105,6 +107,17 @@ class StepRecord(_Model):
     settled: list[str]
     out_of_order: list[str]
     message: str | None = None
+    ungrounded: list[str] = Field(default_factory=list, description="Identifier-like argument values (arg=value) never shown to the agent.")
+
+
+class TraceFaultRecord(_Model):
+    """A tool call and result that did not pair up (the evaluation went on; see ``pairing``)."""
+
+    kind: str = Field(description="orphan_result, late_result, result_before_call, duplicate_call_id or unanswered_call.")
+    k: int = Field(description="Raw event of the offending record (the call, for an unanswered call).")
+    call_id: str
+    tool: str | None = None
+    detail: str
 
 
 class JudgeUsage(_Model):
@@ -134,6 +147,8 @@ class Report(_Model):
     t: int
     steps: list[StepRecord]
     pending_calls: list[str] = Field(default_factory=list, description="Agent calls left without a result.")
+    trace_faults: list[TraceFaultRecord] = Field(default_factory=list, description="Calls and results that did not pair up (the first 100).")
+    trace_fault_count: int = Field(default=0, description="How many pairing faults the trace had in all.")
     judge_usage: JudgeUsage
     blueprint: dict[str, Any]
     config: dict[str, Any]
@@ -161,23 +176,36 @@ def _fmt(x: float) -> str:
     return f"{x:.3f}"
 
 
+def _ids(ids: list[str], limit: int = 40) -> str:
+    shown = ", ".join(md(i, 120) for i in ids[:limit])
+    return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
+
+
 def render_markdown(report: Report) -> str:
-    """A readable Markdown rendering of a report."""
-    lines = [f"# DynSTEER report: {report.task or '(unnamed task)'}", ""]
+    """A readable Markdown rendering of a report.
+
+    Every text field may carry what an agent, a user or a tool wrote (tool names, argument
+    values in details and rationales, exception text), so each goes through ``md``: one
+    line, clipped, with Markdown punctuation escaped. Nothing in it can end a table cell,
+    start a heading, list or code block, or make a link, image or HTML.
+    """
+    lines = [f"# DynSTEER report: {md(report.task, 200) if report.task else '(unnamed task)'}", ""]
     verdict = "halted" if report.halted else report.outcome
-    lines.append(f"- Outcome: **{verdict}**; score {_fmt(report.score)}; k={report.k} raw events, t={report.t} closed actions")
-    lines.append(f"- Settled: {', '.join(report.settled) or 'none'}")
-    lines.append(f"- Unsettled: {', '.join(report.unsettled) or 'none'}")
+    lines.append(f"- Outcome: **{md(verdict)}**; score {_fmt(report.score)}; k={report.k} raw events, t={report.t} closed actions")
+    lines.append(f"- Settled: {_ids(report.settled) or 'none'}")
+    lines.append(f"- Unsettled: {_ids(report.unsettled) or 'none'}")
     if report.stop:
         s = report.stop
         lines.append(
-            f"- Stop: **{s.reason}** at k={s.k}, t={s.t}; anchor {s.anchor}; causal dimension {s.dimension}; "
-            f"frontier {s.frontier}"
+            f"- Stop: **{md(s.reason, 80)}** at k={s.k}, t={s.t}; anchor {md(s.anchor, 120)}; causal dimension {md(s.dimension, 40)}; "
+            f"frontier {_ids(s.frontier) or 'empty'}"
         )
-        lines.append(f"  - {s.detail}")
+        lines.append(f"  - {md(s.detail, 400)}")
     if report.first_error:
         f = report.first_error
-        lines.append(f"- First error: k={f.k}, t={f.t} (stage {f.stage or '-'}, {f.dimension}): {f.detail}")
+        lines.append(f"- First error: k={f.k}, t={f.t} (stage {md(f.stage, 120) if f.stage else '-'}, {md(f.dimension, 40)}): {md(f.detail, 400)}")
+    if report.pending_calls:
+        lines.append(f"- Calls without a result: {_ids(report.pending_calls)}")
     lines += ["", "## Stages", ""]
     if not report.stages:
         lines.append("No milestone settled.")
@@ -186,16 +214,16 @@ def render_markdown(report: Report) -> str:
         lines.append("|---|---|---|---|---|---|---|---|---|---|")
         for st in report.stages:
             dims = [st.scores.get(d) for d in ("correctness", "efficiency", "safety", "tool_compliance")]
-            tiers = ",".join(f"{d[:4]}:{u.used}" for d, u in st.tiers.items())
+            tiers = ",".join(f"{md(d[:4])}:{u.used}" for d, u in st.tiers.items())
             lines.append(
-                f"| {st.t} | {st.milestone} | [{st.window.t_start},{st.window.t_end}] | [{st.window.k_start},{st.window.k_end}] "
+                f"| {st.t} | {md(st.milestone, 120)} | [{st.window.t_start},{st.window.t_end}] | [{st.window.k_start},{st.window.k_end}] "
                 f"| {_fmt(st.composite)} | " + " | ".join("-" if v is None else _fmt(v) for v in dims) + f" | {tiers} |"
             )
         lines += ["", "### Rationale", ""]
         for st in report.stages:
-            lines.append(f"- **{st.milestone}** (t={st.t}, anchor {st.window.anchor})")
+            lines.append(f"- **{md(st.milestone, 120)}** (t={st.t}, anchor {md(st.window.anchor, 120)})")
             for d, text in st.rationale.items():
-                lines.append(f"  - {d}: {text}")
+                lines.append(f"  - {md(d, 40)}: {md(text, 400)}")
     lines += ["", "## Steps", "", "| t | k | kind | tools | settled | notes |", "|---|---|---|---|---|---|"]
     for sp in report.steps:
         notes = []
@@ -204,8 +232,17 @@ def render_markdown(report: Report) -> str:
         if sp.structural:
             notes.append(f"{sp.structural} malformed")
         if sp.out_of_order:
-            notes.append("out of order: " + ", ".join(sp.out_of_order))
+            notes.append("out of order: " + _ids(sp.out_of_order))
+        if sp.ungrounded:
+            notes.append("never shown to the agent: " + ", ".join(md(v, 120) for v in sp.ungrounded[:5]))
+        tools = ", ".join(md(t, 80) for t in sp.tools[:10]) + (f" and {len(sp.tools) - 10} more" if len(sp.tools) > 10 else "")
         lines.append(
-            f"| {sp.t} | {sp.k_start}-{sp.k_end} | {sp.kind} | {', '.join(sp.tools) or '-'} | {', '.join(sp.settled) or '-'} | {'; '.join(notes) or '-'} |"
+            f"| {sp.t} | {sp.k_start}-{sp.k_end} | {md(sp.kind, 20)} | {tools or '-'} | {_ids(sp.settled) or '-'} | {'; '.join(notes) or '-'} |"
         )
+    if report.trace_faults:
+        lines += ["", "## Trace faults", "", f"{report.trace_fault_count} call/result pairing fault(s); evaluation went on.", ""]
+        lines.append("| k | kind | call | detail |")
+        lines.append("|---|---|---|---|")
+        for tf in report.trace_faults:
+            lines.append(f"| {tf.k} | {md(tf.kind, 40)} | {md(tf.call_id, 80)} | {md(tf.detail, 300)} |")
     return "\n".join(lines) + "\n"

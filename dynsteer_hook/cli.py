@@ -13,13 +13,17 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import DynsteerError, Halt
 from dynsteer_hook.judges.factory import JudgeSettings
+
+if TYPE_CHECKING:
+    from dynsteer_hook.audit import Report
+    from dynsteer_hook.pairing import LineIndex
 
 EXIT_USAGE = 2
 
@@ -112,7 +116,8 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from dynsteer_hook.evaluator import Evaluator
-    from dynsteer_hook.storage import AUDIT_LOG, JsonlSink, load_blueprint, read_events, write_report
+    from dynsteer_hook.pairing import LineIndex
+    from dynsteer_hook.storage import AUDIT_LOG, JsonlSink, load_blueprint, read_numbered_events, write_report
 
     bp = load_blueprint(args.blueprint)
     settings, config = judges_from_args(args, config_from_args(args))
@@ -126,17 +131,31 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         raise DynsteerError(f"report directory {out} cannot be created ({exc.strerror}); pass a writable directory path with --report") from None
     with sink:
         evaluator = Evaluator(bp, config, sink=sink, judges=judges)
+        lines = LineIndex()
         try:
-            for event in read_events(args.events):
+            for lineno, event in read_numbered_events(args.events):
+                lines.note(evaluator.k + 1, lineno)
                 evaluator.observe(event)
         except Halt:
             pass
         report = evaluator.finish()
+    _warn_trace_faults(report, lines, args.events)
     json_path, _ = write_report(report, out)
     where = f" ({report.stop.reason} at k={report.stop.k}, t={report.stop.t})" if report.stop else ""
     print(f"{report.task or Path(args.events).stem}: {report.outcome}{where}; score {report.score:.3f}; "
           f"settled {len(report.settled)}/{len(report.settled) + len(report.unsettled)}; report {json_path}")
     return 0
+
+
+def _warn_trace_faults(report: Report, lines: LineIndex, events: Path, shown: int = 10) -> None:
+    """One stderr sentence per call/result pairing fault (the first ``shown``), naming the line."""
+    for f in report.trace_faults[:shown]:
+        line = lines.line(f.k)
+        where = f"line {line}" if line is not None else f"event k={f.k}"
+        print(f"dynsteer: warning: event file {events} {where}: {f.detail}; evaluated on, recorded in the report", file=sys.stderr)
+    if report.trace_fault_count > shown:
+        print(f"dynsteer: warning: event file {events} has {report.trace_fault_count - shown} more pairing faults; "
+              "see trace_faults in the report and the audit log", file=sys.stderr)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:

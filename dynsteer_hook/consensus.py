@@ -254,6 +254,11 @@ def build_consensus(
             members[keys[m.id]].append(m)
     support = {k: len(v) for k, v in members.items()}
     admitted = sorted(k for k, s in support.items() if s >= need)
+    if not admitted:  # the merged graph would ask nothing of the agent (the non-empty contract)
+        raise ConsensusError(
+            f"no milestone reached the majority support of {need} among the {len(valid)} valid candidates, so the "
+            "blueprint would ask nothing of the agent; sample more candidates or add the deterministic generator"
+        )
     admitted_set = set(admitted)
     merged = _merge_milestones(admitted, members)
 

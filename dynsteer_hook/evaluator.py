@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import structlog
@@ -27,6 +28,7 @@ from dynsteer_hook.audit import (
     StepRecord,
     StopRecord,
     TierUse,
+    TraceFaultRecord,
     Window,
 )
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Milestone, Minefield
@@ -37,6 +39,7 @@ from dynsteer_hook.errors import BlueprintError, Halt
 from dynsteer_hook.events import Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.graph import START, FrontierTracker, ancestor_sets, dominator_map, milestone_graph
 from dynsteer_hook.grounding import TextGrounding
+from dynsteer_hook.identifiers import ungrounded_values
 from dynsteer_hook.judges.base import (
     BindingCheck,
     DimensionScore,
@@ -56,14 +59,9 @@ from dynsteer_hook.validation import validate_blueprint
 
 _log = structlog.get_logger(__name__)
 
-_IDENTIFIER_CHARS = set("0123456789")
-
-
-def _looks_like_identifier(value: Any) -> bool:
-    if not isinstance(value, str):
-        return False
-    digits = sum(1 for ch in value if ch in _IDENTIFIER_CHARS)
-    return digits >= 5 or (len(value) >= 32 and value.count("-") == 4)
+_PreCall = tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...], int | None, int]
+"""What a call's own event tells: schema issues, fatal near misses, warnings, the action it repeats,
+and the grounding size before it (what the agent had been shown when it called)."""
 
 
 def _extract(result: Any, path: str) -> list[Any]:
@@ -157,7 +155,9 @@ class Evaluator:
         self._producers = {b.producer for b in blueprint.bindings}
         self._clock = DualClock()
         self._grounding = TextGrounding()
-        self._pre: dict[str, tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...], int | None, int]] = {}
+        self._pre: dict[str, deque[_PreCall]] = defaultdict(deque)  # by call id, first in first out like the clock
+        self._invented: FirstError | None = None
+        self._enum_args: dict[str, frozenset[str]] = {}  # per tool: arguments whose schema lists their values
         self._signatures: dict[str, int] = {}
         self._steps: list[Step] = []
         self._settled_at: dict[str, int] = {}
@@ -173,6 +173,7 @@ class Evaluator:
         self._structural_detail = ""
         self._stop: StopRecord | None = None
         self._ended = False
+        self._left_pending: list[str] | None = None
         self._usage_calls: dict[str, int] = defaultdict(int)
         self._usage_dims: dict[str, int] = defaultdict(int)
         self._degraded = 0
@@ -226,28 +227,41 @@ class Evaluator:
         """
         if self._stop is not None:
             return None
+        flushed = self._clock.moved_on(event)
+        if flushed is not None:  # calls left waiting while the agent moved on: close them unanswered
+            self._record_faults()
+            self._on_closed(flushed)
+        faults = self._clock.pairing.count
         action = self._clock.tick(event)
+        paired = self._clock.pairing.count == faults
+        self._record_faults()
         if isinstance(event, (UserMessage, SystemMessage)):
             self._grounding.add(event.content)
         elif isinstance(event, ToolCall):
             self._on_call(event)
-        elif isinstance(event, ToolResult):
+        elif isinstance(event, ToolResult) and paired:  # a result no call asked for was not shown to the agent
             self._grounding.add_value(event.result)
         if action is not None:
             self._on_closed(action)
-        return action
+        return action or flushed
 
     def finish(self) -> Report:
-        """The report of the run so far (call once the rollout has ended)."""
+        """The report of the run so far (call once the rollout has ended).
+
+        Calls still waiting for a result are closed unanswered and evaluated (without the
+        stop rules: the run is over); they stay listed in ``pending_calls``.
+        """
         cfg = self.config
+        if self._left_pending is None:
+            self._left_pending = [f"{c.call_id}:{c.tool}" for c in self._clock.pending_calls]
+            flushed = self._clock.flush() if self._stop is None else None
+            if flushed is not None:
+                self._record_faults()
+                self._on_closed(flushed, check_stops=False)
         n = len(self.blueprint.milestones)
         by_m = {s.milestone: s.composite for s in self._stages}
-        if self._stop is not None and self._stop.reason == "fatal_minefield":
-            score = 0.0
-        elif n == 0:
-            score = 0.0 if self._stop is not None else 1.0
-        else:
-            score = sum(by_m.values()) / n
+        # Validation guarantees n >= 1: a blueprint without milestones would make every run complete.
+        score = 0.0 if self._stop is not None and self._stop.reason == "fatal_minefield" else sum(by_m.values()) / n
         outcome = "halted" if self._stop else ("completed" if self._tracker.done() else "incomplete")
         report = Report(
             task=self.blueprint.task,
@@ -263,7 +277,9 @@ class Evaluator:
             k=self._clock.k,
             t=self._clock.t,
             steps=[self._step_record(s) for s in self._steps],
-            pending_calls=[f"{c.call_id}:{c.tool}" for c in self._clock.pending_calls],
+            pending_calls=list(self._left_pending),
+            trace_faults=[TraceFaultRecord(kind=f.kind, k=f.k, call_id=f.call_id, tool=f.tool, detail=f.detail) for f in self._clock.pairing.faults],
+            trace_fault_count=self._clock.pairing.count,
             judge_usage=JudgeUsage(
                 calls_by_tier=dict(self._usage_calls),
                 dimensions_by_tier=dict(self._usage_dims),
@@ -306,7 +322,15 @@ class Evaluator:
         repeated = self._signatures.get(sig) if sig is not None else None
         if sig is not None and sig not in self._signatures:
             self._signatures[sig] = self._clock.t + 1
-        self._pre[call.call_id] = (issues, tuple(near), tuple(warnings), repeated, self._grounding.size)
+        self._pre[call.call_id].append((issues, tuple(near), tuple(warnings), repeated, self._grounding.size))
+
+    def _enums(self, tool: str) -> frozenset[str]:
+        """Arguments of ``tool`` whose schema lists the allowed values (never blamed as invented)."""
+        listed = self._enum_args.get(tool)
+        if listed is None:
+            props = self._catalog.properties(tool)
+            listed = self._enum_args[tool] = frozenset(a for a, p in props.items() if isinstance(p, Mapping) and "enum" in p)
+        return listed
 
     def _halt_on_minefield(self, call: ToolCall, f: Minefield, args: Mapping[str, Any]) -> None:
         frontier = self._tracker.frontier()
@@ -332,7 +356,12 @@ class Evaluator:
 
     # -- closed-action clock -------------------------------------------------------
 
-    def _on_closed(self, action: ClosedAction) -> None:
+    def _record_faults(self) -> None:
+        for f in self._clock.pairing.drain():
+            _log.info("trace_fault", kind=f.kind, k=f.k, call_id=f.call_id[:80], task=self.blueprint.task)
+            self._emit({"type": "trace_fault", "kind": f.kind, "k": f.k, "call_id": f.call_id, "tool": f.tool, "detail": f.detail})
+
+    def _on_closed(self, action: ClosedAction, *, check_stops: bool = True) -> None:
         t = action.t
         frontier = self._tracker.frontier()
         ready = set(frontier)
@@ -341,8 +370,14 @@ class Evaluator:
         settled_now: list[str] = []
         action_changes = action.state_changes
         for o in action.calls:
-            pre = self._pre.pop(o.call.call_id, ((), (), (), None, self._grounding.size))
-            issues, near, warnings, repeated, _ = pre
+            queue = self._pre.get(o.call.call_id)
+            pre: _PreCall = queue.popleft() if queue else ((), (), (), None, self._grounding.size)
+            if queue is not None and not queue:
+                del self._pre[o.call.call_id]
+            issues, near, warnings, repeated, upto = pre
+            # Checked here rather than before the call runs, to keep the interception path short;
+            # ``upto`` keeps the verdict to what the agent had been shown when it called.
+            invented = ungrounded_values(o.call.arguments, partial(self._grounding.seen, upto=upto), self._enums(o.call.tool))
             result = o.result
             ok = result is not None and result.exception is None
             chosen: str | None = None
@@ -372,8 +407,14 @@ class Evaluator:
                     settled=chosen,
                     out_of_order=tuple(out_of_order),
                     grounding_upto=pre[4],
+                    ungrounded=invented,
                 )
             )
+            if invented and self._invented is None:
+                self._invented = FirstError(
+                    k=o.k_call, t=t, stage=chosen, dimension="correctness",
+                    detail=f"{o.call.tool} was called with value(s) never shown to the agent: {', '.join(invented)[:300]}",
+                )
         if action.message is not None:
             chosen, _ = self._match(AGENT_MESSAGE_TOOL, None, {"content": action.message.content}, (), ready - taken)
             if chosen is not None:
@@ -412,12 +453,12 @@ class Evaluator:
         if settled_now:
             self._stagnation, self._stagnation_since = 0, None
         elif frontier or action.calls:
-            # With nothing left to settle (or a blueprint without milestones) only tool calls
-            # are idle work; talking to the user is not.
+            # With nothing left to settle only tool calls are idle work; talking to the user is not.
             self._stagnation += 1
             if self._stagnation_since is None:
                 self._stagnation_since = (action.k_start, t)
-        self._check_stop_rules(stage)
+        if check_stops:
+            self._check_stop_rules(stage)
 
     def _match(
         self,
@@ -491,11 +532,7 @@ class Evaluator:
         call = next((c for c in step.calls if c.settled == m), None)
         upto = call.grounding_upto if call is not None else self._grounding.size
         bindings = self._binding_checks(m, call, upto)
-        ungrounded = tuple(
-            f"{k}={v!r}"
-            for k, v in ((call.arguments or {}).items() if call else ())
-            if _looks_like_identifier(v) and not self._grounding.seen(v, upto)
-        )
+        ungrounded = call.ungrounded if call is not None else ()
         context = StageContext(
             task=self.blueprint.task,
             anchor=anchor,
@@ -663,7 +700,8 @@ class Evaluator:
 
     def _first_error(self) -> FirstError | None:
         cfg = self.config
-        candidates: list[FirstError] = []
+        # An invented value is blamed on its own call, ahead of a stage failing at the same step.
+        candidates: list[FirstError] = [self._invented] if self._invented is not None else []
         for st in self._stages:
             failing = st.composite < cfg.pass_threshold_for_first_error or any(v < cfg.theta_fail for v in st.scores.values())
             if not failing:
@@ -691,6 +729,7 @@ class Evaluator:
             structural=sum(1 for c in s.calls if c.structural),
             settled=list(s.settled),
             out_of_order=sorted({m for c in s.calls for m in c.out_of_order}),
+            ungrounded=[v for c in s.calls for v in c.ungrounded][:20],
             message=s.message[:500] if s.message is not None else None,
         )
 

@@ -30,7 +30,7 @@ from dynsteer_hook.plan import Plan
 from dynsteer_hook.planner import plan_task
 from dynsteer_hook.task_view import TaskView
 
-GENERATOR = "dynsteer-rules@1"
+GENERATOR = "dynsteer-rules@2"
 """Generator name recorded in blueprint provenance; bump the version when the rules change, so
 that ``scripts/build_blueprints.py`` recompiles stored blueprints."""
 

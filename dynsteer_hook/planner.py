@@ -16,8 +16,10 @@ Three rules keep the plan safe for a correct agent at run time:
 * speculative prerequisites (turning a service on in case the device state, which the
   public view cannot show, blocks the task) never gate other milestones;
 * when a required value can come neither from the user's words nor from any tool, the
-  task is *insufficient*: the plan keeps no milestones and puts a fatal minefield on the
-  goal tool, the call that could only run on fabricated inputs.
+  task is *insufficient*: the plan drops every tool operation, puts a fatal minefield on
+  the goal tool (the call that could only run on fabricated inputs) and asks for one
+  thing instead: a message to the user that asks for what is missing or declines
+  (``ASK_OR_DECLINE``). The same message is all a task needs when no tool can do it.
 """
 
 from __future__ import annotations
@@ -28,11 +30,35 @@ from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
 from dynsteer_hook.goals import plan_intent
 from dynsteer_hook.instruction import read_instruction
 from dynsteer_hook.plan import NEEDED, STOPWORDS, Plan, PlanBuilder, PlanMine
+from dynsteer_hook.predicates import ArgPredicate
 from dynsteer_hook.prerequisites import add_prerequisites
 from dynsteer_hook.task_view import TaskView
 from dynsteer_hook.tool_semantics import profile_tools, words
 
 _QUESTION = re.compile(r"\?\s*$|^\s*(what|who|which|when|where|how|is|are|do|does|find)\b", re.IGNORECASE)
+
+_NOT = "(?:n'?t|n\u2019t| not)"  # the escape keeps the typographic apostrophe visible
+_ASKED_FOR = r"(?:the|his|her|their|your|its|a|an|some|more|any|which|what|who|whom|where|when|how)"
+_INFO_NOUN = r"(?:number|phone|address|name|location|city|place|date|day|time|id|identifier|email|contact|person|recipient|detail|details|information|info|coordinates)"
+ASK_OR_DECLINE = "".join([
+    r"(?is)",
+    # Declining: the agent says it cannot do it, or what it lacks.
+    r"\b(?:can ?not|can'?t|can" "\u2019" r"t|unable|not able|impossible|not possible|insufficient)\b",
+    rf"|\b(?:do|does|did){_NOT} (?:have|know|see|find|contain)\b",
+    rf"|\b(?:could|was|were|am|is|are){_NOT} (?:able|find|get|determine|locate|access|identify|obtain|retrieve|know)\b",
+    r"|\bno (?:way|access|tools?|means|information|info|details|record)\b",
+    r"|\b(?:lack|lacks|lacking|missing) (?:the|any|a|an|some|enough|information|info|details)\b",
+    # Asking: a request for information addressed to the user, or a question about a missing value.
+    rf"|\b(?:could|can|would|will) you (?:please )?(?:provide|give|tell|share|send|confirm|specify|clarify|supply)(?: me| us)? {_ASKED_FOR}\b",
+    rf"|\bplease (?:provide|give|tell|share|send|confirm|specify|clarify|supply)(?: me| us)? {_ASKED_FOR}\b",
+    rf"|\blet me know {_ASKED_FOR}\b",
+    rf"|\b(?:what|which|who|where|when|whose)\b[^?.!]{{0,120}}\b{_INFO_NOUN}\b[^?.!]{{0,120}}\?",
+    r"|\bdo you (?:know|have)\b[^?.!]{0,160}\?",
+])
+"""What an agent's message must match when the task cannot be carried out: a request for the
+missing information, or a refusal that says what is lacking. Plain completion claims ("done",
+"I have completed the task", "message sent") and small talk do not match. The pattern avoids
+look-arounds and back-references, so linear-time regex engines accept it too."""
 
 
 def _fallback(b: PlanBuilder) -> None:
@@ -61,6 +87,15 @@ def _guard_reads(b: PlanBuilder) -> list[PlanMine]:
             for p in sorted(b.profiles.values(), key=lambda p: p.name) if p.action == "delete" and p.name not in b.ops]
 
 
+def _ask_or_decline(b: PlanBuilder, evidence: float, why: str) -> None:
+    """The one milestone of a task that cannot be carried out: ask the user, or decline and say why."""
+    b.ops.clear()
+    b.edges.clear()
+    b.bindings.clear()
+    b.add(AGENT_MESSAGE_TOOL, evidence, f"ask the user for what is missing or decline, without acting on guesses ({why})",
+          (ArgPredicate(arg="content", op="regex", value=ASK_OR_DECLINE),))
+
+
 def _finish(b: PlanBuilder) -> Plan:
     mines: list[PlanMine] = []
     if b.missing:
@@ -68,14 +103,16 @@ def _finish(b: PlanBuilder) -> Plan:
             if goal in b.profiles and not any(m.tool == goal for m in mines):
                 mines.append(PlanMine(goal, NEEDED, f"insufficient information: {why}; calling {goal} would need fabricated inputs"))
         b.notes += [f"insufficient: {why}" for _, why in b.missing]
-        b.ops.clear()
-        b.edges.clear()
-        b.bindings.clear()
+        # Every candidate keeps the message: a majority of candidates without milestones would leave
+        # a blueprint that any run completes.
+        _ask_or_decline(b, NEEDED, "; ".join(why for _, why in b.missing))
+    elif not b.goal_tools and b.absent:
+        b.notes += [f"no tool can {i.action} {i.subject}; the agent can only tell the user" for i in b.absent]
+        _ask_or_decline(b, 0.6, "; ".join(f"no tool can {i.action} {i.subject}" for i in b.absent))
     elif not b.goal_tools:
         b.ops.clear()
         b.edges.clear()
-        b.notes += [f"no tool can {i.action} {i.subject}; the agent can only tell the user" for i in b.absent]
-        b.add(AGENT_MESSAGE_TOOL, 0.6 if b.absent else 0.5, "tell the user what can or cannot be done")
+        b.add(AGENT_MESSAGE_TOOL, 0.5, "tell the user what can or cannot be done")
     else:
         mines += _guard_reads(b)
         add_prerequisites(b)

@@ -43,7 +43,9 @@ class CandidateGraph(BaseModel):
             "tool call or message, not every step an agent might take. 'tool' is a tool name from the task view's "
             f"tools, or {AGENT_MESSAGE_TOOL!r} for the agent's final message to the user; 'role' says what the call is "
             "for (e.g. 'lookup_contact'); 'args' holds predicates the settling call's arguments satisfy, using only "
-            "argument names of that tool's parameters; ids are short and unique."
+            "argument names of that tool's parameters; ids are short and unique. At least one milestone: when the "
+            f"task cannot be carried out with these tools and the user's words, the milestone is an {AGENT_MESSAGE_TOOL!r} "
+            "whose 'content' predicate (op 'regex') matches asking the user for what is missing or declining."
         ),
     )
     edges: tuple[Edge, ...] = Field(

@@ -41,6 +41,7 @@ class CallFacts:
     settled: str | None
     out_of_order: tuple[str, ...]
     grounding_upto: int = 0
+    ungrounded: tuple[str, ...] = ()  # identifier-like values (arg=value) nobody showed the agent before the call
 
     @property
     def structural(self) -> bool:

@@ -72,6 +72,16 @@ def read_events(path: str | Path) -> Iterator[Event]:
     Raises:
         EventFileError: The file is missing or a line is malformed (one sentence).
     """
+    for _, event in read_numbered_events(path):
+        yield event
+
+
+def read_numbered_events(path: str | Path) -> Iterator[tuple[int, Event]]:
+    """(line number, event) pairs of a JSONL file, in order (meta and blank lines skipped).
+
+    Raises:
+        EventFileError: The file is missing or a line is malformed (one sentence).
+    """
     p = Path(path)
     try:
         f = p.open(encoding="utf-8")
@@ -84,7 +94,7 @@ def read_events(path: str | Path) -> Iterator[Event]:
             for lineno, line in enumerate(f, start=1):
                 event = parse_event_line(line, lineno=lineno, source=f"event file {p}")
                 if event is not None:
-                    yield event
+                    yield lineno, event
         except UnicodeDecodeError:
             raise EventFileError(f"event file {p} is not UTF-8 text; write it as UTF-8 JSON lines") from None
 

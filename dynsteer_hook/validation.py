@@ -1,6 +1,8 @@
 """Contract validation of a candidate graph (paper eq. 2).
 
-Valid(G_c) = SchemaCheck(M_c, A) and Acyclic(E_c) and BindingConsistency(K_c). Every
+Valid(G_c) = NonEmpty(M_c) and SchemaCheck(M_c, A) and Acyclic(E_c) and
+BindingConsistency(K_c). NonEmpty is ours: a graph without milestones asks nothing of the
+agent, so every run, even one where the agent did nothing, would count as complete. Every
 violation names the candidate, the node and the rule, so a pruned candidate can be
 audited.
 """
@@ -15,6 +17,12 @@ from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, reference_err
 from dynsteer_hook.catalog import ToolCatalog, type_fits
 from dynsteer_hook.graph import find_cycle, milestone_graph
 from dynsteer_hook.predicates import ArgPredicate
+
+EMPTY_MESSAGE = (
+    "the blueprint has no milestones, so any run would count as complete; add at least one milestone saying what the "
+    f"agent must do (for a task that cannot be done, an {AGENT_MESSAGE_TOOL!r} milestone whose 'content' predicate "
+    "matches asking the user for what is missing or declining)"
+)
 
 _VALUE_TYPED_OPS = {"eq", "ne"}
 _NUMERIC_OPS = {"gt", "ge", "lt", "le"}
@@ -103,9 +111,10 @@ def validate_blueprint(bp: Blueprint, catalog: ToolCatalog | None = None, candid
             When neither has tools, SchemaCheck is skipped.
         candidate: Name used in every violation.
     """
-    out = [ContractViolation(candidate, node, rule, msg) for node, rule, msg in reference_errors(bp)]
-    if out:
-        return out
+    out: list[ContractViolation] = [] if bp.milestones else [ContractViolation(candidate, None, "non-empty", EMPTY_MESSAGE)]
+    references = [ContractViolation(candidate, node, rule, msg) for node, rule, msg in reference_errors(bp)]
+    if references:
+        return out + references
     g = milestone_graph(bp)
     cycle = find_cycle(g)
     if cycle is not None:

@@ -30,7 +30,7 @@ def test_markdown_of_a_halted_run() -> None:
     r = run(family("minefield_off_path").blueprint(), [UserMessage("go"), *act("1", "op_a", {"x": "a"}), call("2", "delete_all")])
     md = render_markdown(r.report)
     assert "- Outcome: **halted**" in md
-    assert "- Stop: **fatal_minefield** at k=4, t=1; anchor a; causal dimension safety; frontier ['b']" in md
+    assert "- Stop: **fatal_minefield** at k=4, t=1; anchor a; causal dimension safety; frontier b" in md
     assert "- First error: k=4, t=2 (stage -, safety)" in md
 
 

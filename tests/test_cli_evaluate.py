@@ -207,6 +207,24 @@ def test_validate_lists_violations(files: dict[str, Path], capsys: pytest.Captur
     assert capsys.readouterr().out == f"candidate '{files['bp']}', node 'a', rule schema: tool 'teleport' is not in the tool catalog\n"
 
 
+def test_validate_refuses_a_blueprint_without_milestones(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`dynsteer validate` on '{}' exits 1 and says the blueprint asks nothing of the agent and what to add."""
+    empty = tmp_path / "empty.json"
+    empty.write_text("{}", encoding="utf-8")
+    assert main(["validate", str(empty)]) == 1
+    out = capsys.readouterr().out
+    assert out.count("\n") == 1 and out.startswith(f"candidate '{empty}', graph, rule non-empty: the blueprint has no milestones")
+
+
+def test_evaluate_refuses_a_blueprint_without_milestones(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
+    """`dynsteer evaluate` with '{}' as blueprint is a usage error (exit 2, one sentence), not a completed run."""
+    files["bp"].write_text("{}", encoding="utf-8")
+    assert evaluate(files) == EXIT_USAGE
+    message = one_sentence_error(capsys.readouterr().err)
+    assert "rule non-empty: the blueprint has no milestones, so any run would count as complete" in message
+    assert not (files["report"] / REPORT_JSON).exists()
+
+
 def test_evaluate_without_the_toolsandbox_subpackage(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
     """The core CLI works when the ToolSandbox subcommands cannot be imported (they are simply absent)."""
     assert evaluate(files) == 0

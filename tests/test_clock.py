@@ -132,3 +132,59 @@ def test_action_collects_state_changes() -> None:
     feed(clock, [call("1", "t"), call("2", "t"), result("1", changes=[c1])])
     action = clock.tick(result("2", changes=[c2]))
     assert action is not None and action.state_changes == (c1, c2)
+
+
+# ---- calls that never get their result --------------------------------------------------------------------------
+
+
+def test_user_message_closes_an_action_still_waiting() -> None:
+    """When the user speaks while a call waits, the action closes at its own last event with the call unanswered."""
+    clock = DualClock()
+    feed(clock, [call("1", "t"), AgentMessage("working")])
+    action = clock.moved_on(UserMessage("and?"))
+    assert action is not None and (action.t, action.k_start, action.k_end) == (1, 1, 2)
+    assert action.calls[0].result is None and action.message == AgentMessage("working")
+    [fault] = clock.pairing.faults
+    assert (fault.kind, fault.k, fault.call_id) == ("unanswered_call", 1, "1") and "the user spoke at k=3" in fault.detail
+    assert clock.pending_calls == () and clock.k == 2
+
+
+def test_parallel_calls_still_waiting_are_not_moved_on_by_another_call() -> None:
+    """A further call while none of the batch is answered is one more parallel call, not moving on."""
+    clock = DualClock()
+    feed(clock, [call("1", "t")])
+    assert clock.moved_on(call("2", "t")) is None
+    assert clock.moved_on(SystemMessage("s")) is None
+
+
+def test_calling_again_after_some_results_moves_on() -> None:
+    """A call after part of the batch was answered means the agent saw those results and acted: the batch closes."""
+    clock = DualClock()
+    feed(clock, [call("1", "t"), call("2", "t"), result("2")])
+    action = clock.moved_on(call("3", "t"))
+    assert action is not None and [o.result is None for o in action.calls] == [True, False]
+    assert [f.kind for f in clock.pairing.faults] == ["unanswered_call"]
+
+
+def test_flush_closes_what_is_left_at_the_end() -> None:
+    """At the end of a run the waiting action closes, its calls unanswered; with nothing waiting, flush does nothing."""
+    clock = DualClock()
+    feed(clock, [call("1", "t")])
+    action = clock.flush()
+    assert action is not None and action.t == 1 and "the run ended" in clock.pairing.faults[0].detail
+    assert clock.flush() is None
+
+
+def test_user_call_result_is_no_pairing_fault() -> None:
+    """A user's call and its result pair up: no fault is recorded."""
+    clock = DualClock()
+    feed(clock, [call("u1", "end", actor="user"), result("u1")])
+    assert clock.pairing.count == 0
+
+
+def test_faults_are_drained_once_and_kept_for_the_report() -> None:
+    """drain() hands each fault over once; the first ones stay for the report with the total count."""
+    clock = DualClock()
+    feed(clock, [result("a"), result("b")])
+    assert [f.call_id for f in clock.pairing.drain()] == ["a", "b"] and clock.pairing.drain() == []
+    assert [f.call_id for f in clock.pairing.faults] == ["a", "b"] and clock.pairing.count == 2

@@ -268,6 +268,21 @@ def test_pruned_binding_without_ancestor_is_recorded() -> None:
     assert "produced by 'b', which is not its ancestor" in p.message
 
 
+def test_pruned_candidate_without_milestones_is_recorded() -> None:
+    """A candidate that asks nothing of the agent (minefields only) is pruned under rule 'non-empty'."""
+    only_mines = Blueprint(minefields=(Minefield(id="mf", tool="wipe"),))
+    result = build_consensus([Candidate("g1", only_mines), *cands(graph("a"))], CATALOG)
+    (p,) = result.pruned
+    assert (p.candidate, p.rule, p.node) == ("g1", "non-empty", None)
+    assert p.message.startswith("the blueprint has no milestones")
+
+
+def test_consensus_without_a_majority_milestone_is_refused() -> None:
+    """When no milestone reaches majority support, consensus refuses rather than return a blueprint any run completes."""
+    with pytest.raises(ConsensusError, match=r"no milestone reached the majority support of 2 among the 3 valid candidates"):
+        build_consensus(cands(graph("a"), graph("b"), graph("c")), CATALOG)
+
+
 def test_pruned_candidate_counts_further_violations() -> None:
     """A pruned candidate's message says how many more violations it had."""
     two_bad = Blueprint(milestones=(milestone("p", tool_name="nope1"), milestone("q", tool_name="nope2")))

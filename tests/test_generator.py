@@ -18,7 +18,7 @@ from dynsteer_hook.compiler import compile_blueprint, compile_consensus, compile
 from dynsteer_hook.consensus import Candidate, build_consensus
 from dynsteer_hook.generator import FOCUS_CODES, GENERATOR, MODEL, generate_candidates
 from dynsteer_hook.graph import milestone_graph
-from dynsteer_hook.planner import plan_task
+from dynsteer_hook.planner import ASK_OR_DECLINE, plan_task
 from dynsteer_hook.task_view import PublicMessage, TaskView
 from dynsteer_hook.validation import validate_blueprint
 
@@ -165,18 +165,29 @@ def test_argument_structure_alone_identifies_lookup_and_delete() -> None:
     ("Remove phone number +12453344098 from my contact", ["remove_contact"], "remove_contact"),
 ], ids=["no-location", "no-clock", "no-contacts", "no-lookup"])
 def test_insufficient_information_mines_the_call_that_needs_fabricated_inputs(instruction: str, tools: list[str], fatal: str) -> None:
-    """A required value nobody can supply: no milestones, one fatal minefield on the goal tool, and harmless tools stay free."""
+    """A required value nobody can supply: one message that asks or declines, one fatal minefield on the goal tool, harmless tools free."""
     bp = compile_generator_only(view(instruction, tools))
-    assert bp.milestones == ()
+    [message] = bp.milestones
+    assert message.tool == AGENT_MESSAGE_TOOL and message.description.startswith("ask the user for what is missing or decline")
+    assert [(p.arg, p.op, p.value) for p in message.args] == [("content", "regex", ASK_OR_DECLINE)]
     assert [(f.tool, f.fatal) for f in bp.minefields] == [(fatal, True)]
     assert "insufficient information" in bp.minefields[0].reason
+    assert validate_blueprint(bp) == []
 
 
-def test_a_missing_goal_tool_leaves_only_the_message_to_the_user() -> None:
-    """No tool can do what is asked: the agent can only say so; nothing is mined."""
+def test_a_missing_goal_tool_leaves_only_the_message_that_declines() -> None:
+    """No tool can do what is asked: the agent can only say so (ask or decline); nothing is mined."""
     bp = compile_generator_only(view("Remove phone number +12453344098 from my contact", ["search_contacts"]))
-    assert ops(bp) == {AGENT_MESSAGE_TOOL}
+    [message] = bp.milestones
+    assert message.tool == AGENT_MESSAGE_TOOL and [p.value for p in message.args] == [ASK_OR_DECLINE]
     assert bp.minefields == ()
+
+
+def test_a_request_nobody_understood_asks_only_for_some_message() -> None:
+    """When no intent is read at all, the generator cannot say what a good answer is: any message to the user settles it."""
+    bp = compile_generator_only(view("Zorp the blibble, please.", ["search_contacts"]))
+    [message] = bp.milestones
+    assert message.tool == AGENT_MESSAGE_TOOL and message.args == ()
 
 
 VIEWS = [
@@ -203,7 +214,8 @@ def test_predicates_are_loose(v: TaskView) -> None:
     """Milestones test presence, case-insensitive containment or a boolean switch; never exact strings or numbers."""
     for m in compile_generator_only(v).milestones:
         for p in m.args:
-            assert p.op == "contains" or (p.op == "eq" and isinstance(p.value, bool)), (m.id, p)
+            asks_or_declines = m.tool == AGENT_MESSAGE_TOOL and p.op == "regex" and p.value == ASK_OR_DECLINE
+            assert p.op == "contains" or (p.op == "eq" and isinstance(p.value, bool)) or asks_or_declines, (m.id, p)
 
 
 def test_speculative_prerequisites_never_gate_other_milestones() -> None:
@@ -297,7 +309,7 @@ def test_another_candidate_source_is_a_plain_callable_feeding_the_same_consensus
     result = compile_consensus(VIEWS[0], sources=[stub, lambda v, n: generate_candidates(v, n)], n=3)
     prov = result.blueprint.provenance
     assert prov is not None
-    assert prov.generators == ("dynsteer-rules@1", "llm-stub") and prov.models == (MODEL, "tiny-model")
+    assert prov.generators == (GENERATOR, "llm-stub") and prov.models == (MODEL, "tiny-model")
     assert (prov.candidates, prov.valid_candidates) == (6, 5)
     assert [p.candidate for p in prov.pruned] == ["stub#bad"]
 

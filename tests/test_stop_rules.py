@@ -8,8 +8,10 @@ from typing import Any
 import pytest
 from builders import DELETE_ALL, AgentMessage, UserMessage, act, blueprint, family, run, tool
 
+from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Milestone
 from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
+from dynsteer_hook.predicates import ArgPredicate
 from dynsteer_hook.stop_rules import (
     DEFAULT_STOP_RULES,
     StopContext,
@@ -196,9 +198,10 @@ def test_evaluator_tool_calls_after_completion_are_stagnation() -> None:
     assert r.halt.stop.t == 3 and r.report.settled == ["a"]
 
 
-def test_evaluator_loop_without_milestones_is_stagnation() -> None:
-    """A blueprint with only minefields still stops a looping agent; a chatting one is left alone."""
-    bp = blueprint([], minefields=[DELETE_ALL], extra_tools=[tool("lookup")])
+def test_evaluator_loop_instead_of_declining_is_stagnation() -> None:
+    """A blueprint asking only for a refusal stops an agent looping on tools; one that declines and chats on is left alone."""
+    decline = Milestone(id="decline", tool=AGENT_MESSAGE_TOOL, args=(ArgPredicate(arg="content", op="regex", value=r"(?i)\bcannot\b"),))
+    bp = blueprint([], minefields=[DELETE_ALL], extra_tools=[tool("lookup")], milestones=[decline])
     loop = [UserMessage("go"), *[e for i in range(4) for e in act(f"l{i}", "lookup", {})]]
     r = run(bp, loop, EvaluatorConfig(n_stag=3))
     assert r.halt is not None and r.halt.stop.reason == "frontier_stagnation" and r.halt.stop.t == 3

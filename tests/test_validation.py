@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from builders import FAMILIES, Family, blueprint, milestone, tool
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Minefield
+from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Minefield, parse_blueprint
 from dynsteer_hook.catalog import ToolCatalog
 from dynsteer_hook.predicates import ArgPredicate
 from dynsteer_hook.validation import ContractViolation, validate_blueprint
@@ -107,6 +107,20 @@ def test_binding_needs_a_strict_ancestor(producer: str, consumer: str, ok: bool)
     else:
         assert [(x.node, x.rule) for x in v] == [(consumer, "binding")]
         assert f"produced by {producer!r}, which is not its ancestor" in v[0].message
+
+
+def test_blueprint_without_milestones_is_invalid() -> None:
+    """A blueprint with no milestones (even '{}') breaks the non-empty contract, with one sentence saying what to add."""
+    v = validate_blueprint(parse_blueprint("{}"), None, "cand-0")
+    assert [(x.node, x.rule) for x in v] == [(None, "non-empty")]
+    assert str(v[0]).startswith("candidate 'cand-0', graph, rule non-empty: the blueprint has no milestones, so any run would count as complete")
+    assert f"an {AGENT_MESSAGE_TOOL!r} milestone whose 'content' predicate" in v[0].message
+
+
+def test_minefields_alone_do_not_make_a_blueprint_valid() -> None:
+    """Only minefields still asks nothing of the agent; other problems of the same blueprint are reported too."""
+    bp = blueprint([], minefields=[Minefield(id="mf1", tool="nuke")], extra_tools=[tool("op_a")])
+    assert _rules(bp, ToolCatalog([tool("op_a")])) == [(None, "non-empty"), ("mf1", "schema")]
 
 
 def test_reference_errors_short_circuit() -> None:

@@ -1,8 +1,12 @@
 """Prompts and output models of the LLM stage judges (paper Appendix D, Templates 2 and 3).
 
 Pure: no model call here. Everything the agent, the user or a tool produced is untrusted
-data: it goes into the prompt between fixed markers, clipped, with any occurrence of the
-markers themselves defused, and the instructions say never to follow text found there.
+data: it goes into the prompt between fixed markers, each field clipped and with every
+spelling of the markers' words defused (``untrusted.for_prompt``: any case, spacing,
+punctuation, compatibility form, invisible character or look-alike letter), and the
+instructions say never to follow text found there. Blueprint text (goal descriptions,
+conditions, minefield reasons) and an earlier judgement re-shown to the judge get the same
+treatment: a blueprint may come from a model that read the task's own words.
 """
 
 from __future__ import annotations
@@ -15,10 +19,21 @@ from pydantic import BaseModel, Field
 
 from dynsteer_hook.judges.base import JudgeRequest
 from dynsteer_hook.steps import Step
+from dynsteer_hook.untrusted import for_prompt
 
 DATA_OPEN = "<<<STAGE_EVIDENCE"
 DATA_CLOSE = "STAGE_EVIDENCE>>>"
-_CLIP = 600
+MARKER_WORDS = ("STAGE", "EVIDENCE")
+"""The words of both markers: no untrusted field may spell them, in any form."""
+
+CLIP = 600
+"""Longest result, message, raw payload or argument text a judge is shown."""
+CLIP_NAME = 120
+"""Longest tool name, argument key, milestone id or role."""
+CLIP_VALUE = 240
+"""Longest argument value, exception, schema issue or blueprint condition."""
+MAX_ARGUMENTS = 20
+"""Arguments shown per call; the rest are counted."""
 
 RUBRICS: Mapping[str, str] = {
     "correctness": "Did the stage reach its goal with the right operation and the right arguments, grounded in what the user said and what tools returned?",
@@ -76,10 +91,24 @@ class SpecialistJudgement(BaseModel):
     cited_steps: list[int] = Field(default_factory=list, description="The t values of the decisive steps.")
 
 
-def _clip(value: Any, limit: int = _CLIP) -> Any:
-    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
-    text = text.replace(DATA_OPEN, "[marker removed]").replace(DATA_CLOSE, "[marker removed]")
-    return text if len(text) <= limit else text[: limit - 15] + " ...[clipped]"
+def safe(value: Any, limit: int = CLIP) -> str:
+    """An untrusted value as prompt text: clipped, markers defused, no angle brackets."""
+    return for_prompt(value, limit, MARKER_WORDS)
+
+
+def _arguments(arguments: Any) -> dict[str, Any]:
+    """Arguments with each key and value clipped and defused (numbers and booleans kept as they are)."""
+    out: dict[str, Any] = {}
+    items = list(arguments.items())
+    for key, value in items[:MAX_ARGUMENTS]:
+        name = safe(key, CLIP_NAME)
+        while name in out:  # two long keys may clip to the same text
+            name += "'"
+        plain = value is None or isinstance(value, (bool, int, float))
+        out[name] = value if plain else safe(value, CLIP_VALUE)
+    if len(items) > MAX_ARGUMENTS:
+        out["..."] = f"{len(items) - MAX_ARGUMENTS} more arguments not shown"
+    return out
 
 
 def render_step(step: Step) -> dict[str, Any]:
@@ -90,17 +119,17 @@ def render_step(step: Step) -> dict[str, Any]:
     if step.calls:
         out["calls"] = [
             {
-                "tool": c.tool,
-                "arguments": _clip(dict(c.arguments)) if c.arguments is not None else _clip(c.raw_arguments or ""),
+                "tool": safe(c.tool, CLIP_NAME),
+                "arguments": _arguments(c.arguments) if c.arguments is not None else safe(c.raw_arguments or ""),
                 "status": "ok" if c.ok else "error",
-                **({"exception": _clip(c.exception, 240)} if c.exception else {}),
-                **({"result": _clip(c.result)} if c.ok else {}),
-                **({"schema_issues": [i.message for i in c.issues]} if c.issues else {}),
+                **({"exception": safe(c.exception, CLIP_VALUE)} if c.exception else {}),
+                **({"result": safe(c.result)} if c.ok else {}),
+                **({"schema_issues": [safe(i.message, CLIP_VALUE) for i in c.issues[:5]]} if c.issues else {}),
             }
             for c in step.calls
         ]
     if step.message is not None:
-        out["message_to_user"] = _clip(step.message)
+        out["message_to_user"] = safe(step.message)
     return out
 
 
@@ -112,17 +141,19 @@ def evidence_block(request: JudgeRequest) -> str:
 
 def _goal(request: JudgeRequest) -> str:
     g = request.goal
-    cond = "; ".join(g.conditions) or "none"
-    desc = _clip(g.description, 300) if g.description else "(no description)"
-    return f"milestone {g.milestone}: operation {g.tool} (role {g.role}); conditions: {cond}; goal: {desc}"
+    cond = "; ".join(safe(c, CLIP_VALUE) for c in g.conditions[:10]) or "none"
+    desc = safe(g.description, 300) if g.description else "(no description)"
+    return (f"milestone {safe(g.milestone, CLIP_NAME)}: operation {safe(g.tool, CLIP_NAME)} (role {safe(g.role, CLIP_NAME)}); "
+            f"conditions: {cond}; goal: {desc}")
 
 
 def _context(request: JudgeRequest) -> str:
     ctx = request.context
-    mines = "; ".join(f"{tool}: {_clip(reason, 160)}" for _, tool, reason in ctx.minefields) or "none"
+    mines = "; ".join(f"{safe(tool, CLIP_NAME)}: {safe(reason, 160)}" for _, tool, reason in ctx.minefields[:20]) or "none"
+    settled = ", ".join(safe(m, CLIP_NAME) for m in ctx.settled[-20:]) or "none"
     return (
-        f"stage interval: steps after anchor {ctx.anchor} up to t={request.settling_t}; "
-        f"milestones settled so far: {list(ctx.settled) or 'none'}; fatal minefields: {mines}"
+        f"stage interval: steps after anchor {safe(ctx.anchor, CLIP_NAME)} up to t={request.settling_t}; "
+        f"milestones settled so far: {settled}; fatal minefields: {mines}"
     )
 
 
@@ -163,8 +194,15 @@ def specialist_messages(request: JudgeRequest, dimension: str, previous: Special
         f"{evidence_block(request)}"
     )
     messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-    if previous is not None:
-        messages.append({"role": "assistant", "content": previous.model_dump_json()})
+    if previous is not None:  # the first pass may quote the evidence: shown again, it is untrusted too
+        shown = SpecialistJudgement(
+            score=previous.score,
+            confidence=previous.confidence,
+            forensic_trace=safe(previous.forensic_trace, 4 * CLIP),
+            rationale=safe(previous.rationale),
+            cited_steps=previous.cited_steps[:50],
+        )
+        messages.append({"role": "assistant", "content": shown.model_dump_json()})
         messages.append({
             "role": "user",
             "content": "Deliberate once more: check every claim of your previous audit against the steps, correct any "

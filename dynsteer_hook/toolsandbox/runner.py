@@ -23,7 +23,7 @@ from typing import Any
 
 from dynsteer_hook.audit import Report
 from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.errors import BlueprintError, ScenarioError
 from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.events import Event
 from dynsteer_hook.judges.factory import JudgeSettings
@@ -33,6 +33,7 @@ from dynsteer_hook.toolsandbox.adapter import GuardedRole, RolloutSession
 from dynsteer_hook.toolsandbox.public_view import public_view
 from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory, RoleModelSettings
 from dynsteer_hook.toolsandbox.scripted import ScriptedAgent, ScriptedUser, load_script
+from dynsteer_hook.validation import validate_blueprint
 
 from tool_sandbox.common.execution_context import RoleType, ScenarioCategories
 from tool_sandbox.common.scenario import Scenario
@@ -366,8 +367,14 @@ def check_inputs(names: list[str], options: RunOptions) -> None:
                 f"no blueprint for {len(missing)} scenario(s) in {directory}, e.g. {missing[:3]}; "
                 "compile them (dynsteer compile) or pass --blueprints DIR"
             )
-        for n in names:  # a malformed blueprint should stop the run before it starts
-            load_blueprint(blueprint_path(directory, n))
+        for n in names:  # a malformed or invalid blueprint should stop the run before it starts
+            path = blueprint_path(directory, n)
+            violations = validate_blueprint(load_blueprint(path), None, n)
+            if violations:
+                raise BlueprintError(
+                    f"blueprint file {path} is not valid ({violations[0].rule}: {violations[0].message}); "
+                    f"fix it, or recompile it with dynsteer compile -s {n} --force --out {directory}"
+                )
 
 
 def run_scenarios(

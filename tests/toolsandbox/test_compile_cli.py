@@ -61,12 +61,24 @@ def test_llm_candidates_print_pruned_reasons_tokens_and_cost(
 
 
 def test_llm_and_generator_pool_by_default(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str], llm_server: FakeLLMServer) -> None:
-    """--model without --no-generator: C LLM plus C generator candidates."""
-    llm_server.script(*[Reply(content=OFF)] * 2)
+    """--model without --no-generator: C LLM plus C generator candidates, merged into one blueprint."""
+    llm_server.script(*[Reply(content=OFF.replace('"turn_off"', '"default"'))] * 2)
     assert main(["compile", "-s", A, "--out", str(tmp_path), "-c", "2", *_llm(llm_server)]) == 0
     assert "candidates 4, valid 4" in _line(capsys.readouterr().out, A)
-    prov = load_blueprint(tmp_path / f"{A}.json").provenance
-    assert prov is not None and len(prov.generators) == 2 and MODEL in prov.models
+    bp = load_blueprint(tmp_path / f"{A}.json")
+    assert bp.provenance is not None and len(bp.provenance.generators) == 2 and MODEL in bp.provenance.models
+    assert "set_cellular_service_status" in {m.tool for m in bp.milestones}
+
+
+def test_pooled_candidates_that_share_no_milestone_write_nothing(
+    scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str], llm_server: FakeLLMServer
+) -> None:
+    """Two LLM and two generator candidates that agree on no operation: exit 2, no blueprint (it would ask nothing of the agent)."""
+    llm_server.script(*[Reply(content=OFF)] * 2)  # role 'turn_off': a different operation from the generator's
+    assert main(["compile", "-s", A, "--out", str(tmp_path), "-c", "2", *_llm(llm_server)]) == 2
+    captured = capsys.readouterr()
+    assert "no milestone reached the majority support of 3 among the 4 valid candidates" in _line(captured.out, A)
+    assert not (tmp_path / f"{A}.json").exists()
 
 
 def test_too_few_valid_candidates_exit_2_and_write_nothing(

@@ -1,0 +1,77 @@
+"""Invented values: identifier-like call arguments the agent was never shown.
+
+An agent that sends a message to a phone number no user message and no tool result
+contained has invented the recipient, however well-formed the call. ``ungrounded_values``
+names such arguments. Identifier-like means the whole value is shaped like something
+only the world can supply: a phone number, an id (UUID, or a token with five or more
+digits), an e-mail address, a date or date-time, a long token of letters and digits.
+Free text (a message body) is not; numbers are not either (agents compute timestamps and
+amounts). A value counts as grounded when it was seen earlier, phone-like values also on
+their digits alone (``grounding.TextGrounding``), and an argument whose schema lists the
+allowed values (``enum``) is never blamed: the catalog gave the agent those values.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+_PHONE = re.compile(r"\+?[\d\s().\-]{7,}")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
+_DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?|\d{1,2}/\d{1,2}/\d{2,4}")
+_TOKEN = re.compile(r"[\w.:#\-+]+")
+_DIGIT = re.compile(r"\d")
+_ID_CHAR = re.compile(r"[\d@]")  # every identifier shape has a digit, or is an e-mail address
+_LIMIT = 200  # longer strings are text, not identifiers
+_MAX_VALUES = 50  # values inspected per call (nested lists and objects included)
+
+
+def looks_like_identifier(value: Any) -> bool:
+    """Whether a string value as a whole is shaped like a phone number, id, e-mail address or date."""
+    if not isinstance(value, str) or len(value) > _LIMIT or _ID_CHAR.search(value) is None:
+        return False  # the common case (names, message bodies) leaves here, cheaply
+    text = value.strip()
+    digits = len(_DIGIT.findall(text))
+    if _PHONE.fullmatch(text):
+        return digits >= 7
+    if _UUID.fullmatch(text) or _EMAIL.fullmatch(text) or _DATE.fullmatch(text):
+        return True
+    if not _TOKEN.fullmatch(text):
+        return False  # spaces or other punctuation: free text
+    return digits >= 5 or (len(text) >= 16 and digits >= 2 and any(ch.isalpha() for ch in text))
+
+
+def _leaves(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, Mapping) and depth < 3:
+        for k, v in value.items():
+            yield from _leaves(f"{name}.{k}", v, depth + 1)
+    elif isinstance(value, (list, tuple)) and depth < 3:
+        for i, v in enumerate(value):
+            yield from _leaves(f"{name}[{i}]", v, depth + 1)
+    else:
+        yield name, value
+
+
+def ungrounded_values(
+    arguments: Mapping[str, Any] | None,
+    seen: Callable[[Any], bool],
+    enum_args: frozenset[str] = frozenset(),
+) -> tuple[str, ...]:
+    """``arg=value`` for each identifier-like argument value that ``seen`` does not know.
+
+    Args:
+        arguments: The call's decoded arguments (None: unparseable, nothing to check).
+        seen: Whether a value was shown to the agent before the call.
+        enum_args: Top-level arguments whose schema lists the allowed values.
+    """
+    out: list[str] = []
+    for i, (name, value) in enumerate(
+        leaf for arg, v in (arguments or {}).items() if str(arg) not in enum_args for leaf in _leaves(str(arg), v)
+    ):
+        if i >= _MAX_VALUES:
+            break
+        if looks_like_identifier(value) and not seen(value):
+            out.append(f"{name}={value!r}")
+    return tuple(out)
