@@ -1,0 +1,75 @@
+"""``dynsteer replay``: evaluate recorded ToolSandbox runs (any agent, any ToolSandbox CLI run) with virtual stops."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from dynsteer_hook.errors import DynsteerError
+
+
+def add_replay_parser(sub: Any) -> None:
+    """Register ``replay`` on the main parser's subcommands."""
+    from dynsteer_hook.cli import add_config_flags, add_judge_flags
+
+    p = sub.add_parser(
+        "replay",
+        help="evaluate recorded ToolSandbox runs with dynsteer; halts become virtual stops",
+        description="Reads ToolSandbox output folders (result_summary.json, trajectories/<scenario>/execution_context.json "
+        "and conversation.json), made by ToolSandbox's own CLI with any agent or by dynsteer run, rebuilds the event "
+        "stream the live hook would have fed, evaluates it with the same blueprints, configuration and judges, and writes "
+        "the same per-scenario reports plus replay_summary.json. A halt is mapped onto the recorded agent turns: stop "
+        "progress p = b_stop / b_full, saved progress q = 1 - p.",
+    )
+    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+                   help="ToolSandbox output folders, or a folder holding them (one level below)")
+    p.add_argument("-o", "--out", type=Path, required=True, help="folder for the replayed reports and replay_summary.json")
+    p.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json (default: the shipped ones)")
+    p.add_argument("-p", "--parallel", type=int, default=1, help="worker processes (default 1)")
+    p.add_argument("--events", action="store_true", help="also write dynsteer_events.jsonl per scenario")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_config_flags(p)
+    add_judge_flags(p)
+    p.set_defaults(func=cmd_replay)
+
+
+def _line(r: dict[str, Any]) -> str:
+    if "skipped" in r:
+        return f"{r['scenario']}: skipped: {r['reason']}"
+    head = r["outcome"]
+    if r["virtual_stop"] is not None:
+        s, v = r["stop"], r["virtual_stop"]
+        head = (f"VIRTUAL STOP {s['reason']} at k={s['k']}, t={s['t']} (turn {v['b_stop']}/{v['b_full']}: "
+                f"p={v['stop_progress']:.3f}, saved {v['saved_progress']:.3f})")
+    native = "" if r["native_similarity"] is None else f", ToolSandbox similarity {float(r['native_similarity']):.3f}"
+    return f"{r['scenario']}: {head}; dynsteer {r['score']:.3f}{native}"
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """Run ``dynsteer replay``."""
+    from dynsteer_hook.cli import config_from_args, judges_from_args
+    from dynsteer_hook.toolsandbox.replay import REPLAY_SUMMARY, ReplayOptions, replay_runs
+    from dynsteer_hook.toolsandbox.runner import default_blueprint_dir
+
+    if args.parallel < 1:
+        raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
+    if args.blueprints is not None and not args.blueprints.is_dir():
+        raise DynsteerError(f"--blueprints {args.blueprints} is not a directory; pass the folder holding <scenario>.json files")
+    if args.out.exists() and not args.out.is_dir():
+        raise DynsteerError(f"-o/--out {args.out} is a file; pass a folder for the replayed reports")
+    settings, config = judges_from_args(args, config_from_args(args))
+    settings.build()  # a bad model string or a missing key stops the replay before it starts
+    options = ReplayOptions(blueprint_dir=args.blueprints or default_blueprint_dir(), config=config, judges=settings, write_events=args.events)
+    summary = replay_runs(args.runs, options, args.out, args.parallel, progress=not args.no_progress)
+    for r in summary["per_scenario"]:
+        print(_line(r))
+    for s in summary["skipped_scenarios"]:
+        print(_line({"skipped": True, **s, "scenario": s["scenario"] or s["run"]}))
+    rate = summary["stop_rate"]
+    saved = summary["mean_saved_progress_on_halted"]
+    print(f"replayed {summary['replayed']}, skipped {summary['skipped']}, virtual stops {summary['halted']}"
+          + ("" if rate is None else f" (rate {rate:.3f})")
+          + ("" if saved is None else f", mean saved progress on halted runs {saved:.3f}")
+          + f"; summary {args.out / REPLAY_SUMMARY}")
+    return 0
