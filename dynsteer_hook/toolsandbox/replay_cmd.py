@@ -1,4 +1,5 @@
-"""``dynsteer replay``: evaluate recorded ToolSandbox runs (any agent, any ToolSandbox CLI run) with virtual stops."""
+"""``dynsteer replay`` (recorded ToolSandbox runs evaluated with virtual stops) and ``dynsteer compare``
+(replays of several agents x repeats, meta-evaluated as the paper's Tables 1 and 3)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,68 @@ def add_replay_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_replay)
 
 
+def add_compare_parser(sub: Any) -> None:
+    """Register ``compare`` on the main parser's subcommands."""
+    from dynsteer_hook.cli import add_config_flags, add_judge_flags
+
+    p = sub.add_parser(
+        "compare",
+        help="replay several agents x repeats and compare them (paper Tables 1 and 3, DS of eq. 10)",
+        description="Each agent is NAME=DIR: a folder of recorded ToolSandbox runs, one sub-folder per repeat (or one run). "
+        "Every repeat is replayed; per agent the DynSTEER and native mean score with the spread over repeats, the replay "
+        "stop rate, the share of exact 1.0 scores and the judge calls, tokens and cost; paired Wilcoxon signed-rank tests "
+        "for every agent pair under both evaluators, DS(eps), and the virtual stops per criterion. Writes compare.md, "
+        "compare.csv and compare.json.",
+    )
+    p.add_argument("agents", nargs="*", metavar="NAME=DIR", help="an agent's name and its folder of recorded runs")
+    p.add_argument("--manifest", type=Path, default=None, help='JSON {"agents": {NAME: [RUN_DIR, ...]}} instead of, or besides, NAME=DIR')
+    p.add_argument("-o", "--out", type=Path, required=True, help="folder for the replays and the comparison tables")
+    p.add_argument("--epsilon", type=float, default=0.01, help="margin eps of DS(eps) (default 0.01)")
+    p.add_argument("--significance", type=float, default=0.01, metavar="ALPHA", help="significance level of the paired tests (default 0.01)")
+    p.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json (default: the shipped ones)")
+    p.add_argument("-p", "--parallel", type=int, default=1, help="worker processes per replay (default 1)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_config_flags(p)
+    add_judge_flags(p)
+    p.set_defaults(func=cmd_compare)
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from dynsteer_hook.cli import config_from_args, judges_from_args
+    from dynsteer_hook.toolsandbox.replay import ReplayOptions
+    from dynsteer_hook.toolsandbox.runner import default_blueprint_dir
+
+    if args.parallel < 1:
+        raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
+    if args.blueprints is not None and not args.blueprints.is_dir():
+        raise DynsteerError(f"--blueprints {args.blueprints} is not a directory; pass the folder holding <scenario>.json files")
+    if args.out.exists() and not args.out.is_dir():
+        raise DynsteerError(f"-o/--out {args.out} is a file; pass a folder for the output")
+    settings, config = judges_from_args(args, config_from_args(args))
+    settings.build()  # a bad model string or a missing key stops before anything is replayed
+    return ReplayOptions(blueprint_dir=args.blueprints or default_blueprint_dir(), config=config, judges=settings,
+                         write_events=getattr(args, "events", False))
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    """Run ``dynsteer compare``."""
+    from dynsteer_hook.storage import write_json_atomic, write_text_atomic
+    from dynsteer_hook.toolsandbox.compare import agents_from, compare, render_csv, render_markdown
+
+    if not 0 <= args.epsilon < 1 or not 0 < args.significance < 1:
+        raise DynsteerError(f"--epsilon {args.epsilon} must be in [0, 1) and --significance {args.significance} in (0, 1)")
+    agents = agents_from(args.agents, args.manifest)
+    options = _options(args)
+    result = compare(agents, options, args.out, processes=args.parallel, eps=args.epsilon, alpha=args.significance, progress=not args.no_progress)
+    markdown = render_markdown(result)
+    write_json_atomic(args.out / "compare.json", result)
+    write_text_atomic(args.out / "compare.csv", render_csv(result))
+    write_text_atomic(args.out / "compare.md", markdown)
+    print(markdown)
+    print(f"wrote {args.out / 'compare.md'}, compare.csv and compare.json")
+    return 0
+
+
 def _line(r: dict[str, Any]) -> str:
     if "skipped" in r:
         return f"{r['scenario']}: skipped: {r['reason']}"
@@ -48,19 +111,9 @@ def _line(r: dict[str, Any]) -> str:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``dynsteer replay``."""
-    from dynsteer_hook.cli import config_from_args, judges_from_args
-    from dynsteer_hook.toolsandbox.replay import REPLAY_SUMMARY, ReplayOptions, replay_runs
-    from dynsteer_hook.toolsandbox.runner import default_blueprint_dir
+    from dynsteer_hook.toolsandbox.replay import REPLAY_SUMMARY, replay_runs
 
-    if args.parallel < 1:
-        raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
-    if args.blueprints is not None and not args.blueprints.is_dir():
-        raise DynsteerError(f"--blueprints {args.blueprints} is not a directory; pass the folder holding <scenario>.json files")
-    if args.out.exists() and not args.out.is_dir():
-        raise DynsteerError(f"-o/--out {args.out} is a file; pass a folder for the replayed reports")
-    settings, config = judges_from_args(args, config_from_args(args))
-    settings.build()  # a bad model string or a missing key stops the replay before it starts
-    options = ReplayOptions(blueprint_dir=args.blueprints or default_blueprint_dir(), config=config, judges=settings, write_events=args.events)
+    options = _options(args)
     summary = replay_runs(args.runs, options, args.out, args.parallel, progress=not args.no_progress)
     for r in summary["per_scenario"]:
         print(_line(r))
