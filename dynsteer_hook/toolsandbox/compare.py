@@ -153,6 +153,11 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
             "saturation": round(saturation([v for s in present.values() for v in s.values()]), 6),
         }
     result["stops_by_criterion"] = stop_table(stops)
+    result["distributions"] = {
+        a: {**{e: sorted(scores[e].get(a, {}).values()) for e in EVALUATORS},
+            "stop_progress": sorted(s["stop_progress"] for s in stops if s["agent"] == a)}
+        for a in per_agent
+    }
     return result
 
 

@@ -29,7 +29,8 @@ from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import BlueprintError, DynsteerError, Halt
 from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.judges.factory import JudgeSettings
-from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint, write_json_atomic, write_report
+from dynsteer_hook.report_html import render_run
+from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint, write_json_atomic, write_report, write_text_atomic
 from dynsteer_hook.toolsandbox.recording import (
     RESULT_SUMMARY,
     BatchCost,
@@ -42,6 +43,7 @@ from dynsteer_hook.toolsandbox.recording import (
 )
 
 REPLAY_SUMMARY = "replay_summary.json"
+REPORT_HTML = "dynsteer_report.html"
 EVENTS_FILE = "dynsteer_events.jsonl"
 
 
@@ -193,6 +195,7 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
                 log.close()
         report = evaluator.finish()
     write_report(report, out)
+    write_text_atomic(out / REPORT_HTML, render_run(report, bp))
     vstop = virtual_stop(stop_batch, batches, recording.costs) if stop_batch is not None else None
     return _result(recording, report, vstop, batches, time.perf_counter() - start)
 

@@ -80,6 +80,7 @@ def _options(args: argparse.Namespace) -> Any:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``dynsteer compare``."""
+    from dynsteer_hook.report_html import render_compare
     from dynsteer_hook.storage import write_json_atomic, write_text_atomic
     from dynsteer_hook.toolsandbox.compare import agents_from, compare, render_csv, render_markdown
 
@@ -92,8 +93,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     write_json_atomic(args.out / "compare.json", result)
     write_text_atomic(args.out / "compare.csv", render_csv(result))
     write_text_atomic(args.out / "compare.md", markdown)
+    write_text_atomic(args.out / "compare.html", render_compare(result, markdown))
     print(markdown)
-    print(f"wrote {args.out / 'compare.md'}, compare.csv and compare.json")
+    print(f"wrote {args.out / 'compare.md'}, compare.html, compare.csv and compare.json")
     return 0
 
 
