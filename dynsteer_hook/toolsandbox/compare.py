@@ -105,7 +105,7 @@ def _usage(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
 
 
 def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, processes: int = 1, eps: float = 0.01,
-            alpha: float = 0.01, progress: bool = False) -> dict[str, Any]:
+            alpha: float = 0.01, progress: bool = False, engine: str = "local", ray_address: str | None = None) -> dict[str, Any]:
     """Replay every agent's repeats into ``out/replays`` and compute the comparison."""
     scores: dict[str, dict[str, dict[PairKey, float]]] = {e: {} for e in EVALUATORS}
     per_agent: dict[str, dict[str, Any]] = {}
@@ -115,7 +115,8 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
         repeat_means: dict[str, list[float]] = {e: [] for e in EVALUATORS}
         skipped = 0
         for r, folder in enumerate(agent.repeats):
-            summary = replay_runs([folder], options, out / "replays" / agent.name / f"repeat_{r}", processes, progress)
+            summary = replay_runs([folder], options, out / "replays" / agent.name / f"repeat_{r}", processes, progress,
+                                  engine=engine, ray_address=ray_address)
             skipped += summary["skipped"]
             done = summary["per_scenario"]
             rows += done

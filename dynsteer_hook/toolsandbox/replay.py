@@ -15,7 +15,6 @@ no blueprint) are skipped with their reason in the summary; the rest go on.
 from __future__ import annotations
 
 import json
-import multiprocessing
 import sys
 import time
 from collections import Counter
@@ -31,6 +30,7 @@ from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.judges.factory import JudgeSettings
 from dynsteer_hook.report_html import render_run
 from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint, write_json_atomic, write_report, write_text_atomic
+from dynsteer_hook.toolsandbox.engines import check_engine, run_jobs
 from dynsteer_hook.toolsandbox.recording import (
     RESULT_SUMMARY,
     BatchCost,
@@ -264,12 +264,23 @@ def _progress(items: Iterator[dict[str, Any]], total: int, enabled: bool) -> Ite
     yield from tqdm(items, total=total, desc="replay", unit="scenario", file=sys.stderr, dynamic_ncols=True)
 
 
-def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, processes: int = 1, progress: bool = False) -> dict[str, Any]:
+def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, processes: int = 1, progress: bool = False, *,
+                engine: str = "local", ray_address: str | None = None) -> dict[str, Any]:
     """Replay every recorded scenario under ``paths`` into ``out`` and write the summaries.
 
+    Args:
+        paths: Run folders, or folders holding them one level below.
+        options: Blueprints, configuration and judges.
+        out: Where the reports and summaries go.
+        processes: Worker processes (local engine) or CPUs (a local Ray instance).
+        progress: Show a progress bar on stderr.
+        engine: ``local`` or ``ray`` (see ``engines``).
+        ray_address: The Ray cluster to join.
+
     Raises:
-        DynsteerError: A path is not a folder or holds no recorded run.
+        DynsteerError: A path is not a folder or holds no recorded run, or the engine cannot start.
     """
+    check_engine(engine, ray_address)
     runs = find_runs(paths)
     jobs: list[Job] = []
     skipped: list[dict[str, Any]] = []
@@ -277,14 +288,9 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
         js, sk = jobs_of(run, out)
         jobs += js
         skipped += sk
-    worker = partial(replay_one, options=options)
     out.mkdir(parents=True, exist_ok=True)
-    if processes > 1 and len(jobs) > 1:
-        ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(min(processes, len(jobs))) as pool:
-            results = list(_progress(pool.imap(worker, jobs), len(jobs), progress))
-    else:
-        results = list(_progress((worker(j) for j in jobs), len(jobs), progress))
+    worker = partial(replay_one, options=options)
+    results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress))
     summary = summarize(results, skipped)
     for run in runs:
         mine = [r for r in results if r["run"] == str(run)]

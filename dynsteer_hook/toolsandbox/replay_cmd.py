@@ -30,9 +30,18 @@ def add_replay_parser(sub: Any) -> None:
     p.add_argument("-p", "--parallel", type=int, default=1, help="worker processes (default 1)")
     p.add_argument("--events", action="store_true", help="also write dynsteer_events.jsonl per scenario")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_engine_flags(p)
     add_config_flags(p)
     add_judge_flags(p)
     p.set_defaults(func=cmd_replay)
+
+
+def add_engine_flags(p: argparse.ArgumentParser) -> None:
+    """Where the jobs run: local processes, or Ray."""
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=["local", "ray"], default="local",
+                   help="local processes (default) or Ray tasks (pip install 'dynsteer-hook[ray]'; a local instance unless --ray-address)")
+    g.add_argument("--ray-address", default=None, metavar="ADDRESS", help="the Ray cluster to join (default: RAY_ADDRESS, else a local instance)")
 
 
 def add_compare_parser(sub: Any) -> None:
@@ -56,6 +65,7 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json (default: the shipped ones)")
     p.add_argument("-p", "--parallel", type=int, default=1, help="worker processes per replay (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    add_engine_flags(p)
     add_config_flags(p)
     add_judge_flags(p)
     p.set_defaults(func=cmd_compare)
@@ -63,11 +73,13 @@ def add_compare_parser(sub: Any) -> None:
 
 def _options(args: argparse.Namespace) -> Any:
     from dynsteer_hook.cli import config_from_args, judges_from_args
+    from dynsteer_hook.toolsandbox.engines import check_engine
     from dynsteer_hook.toolsandbox.replay import ReplayOptions
     from dynsteer_hook.toolsandbox.runner import default_blueprint_dir
 
     if args.parallel < 1:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
+    check_engine(args.engine, args.ray_address)
     if args.blueprints is not None and not args.blueprints.is_dir():
         raise DynsteerError(f"--blueprints {args.blueprints} is not a directory; pass the folder holding <scenario>.json files")
     if args.out.exists() and not args.out.is_dir():
@@ -88,7 +100,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise DynsteerError(f"--epsilon {args.epsilon} must be in [0, 1) and --significance {args.significance} in (0, 1)")
     agents = agents_from(args.agents, args.manifest)
     options = _options(args)
-    result = compare(agents, options, args.out, processes=args.parallel, eps=args.epsilon, alpha=args.significance, progress=not args.no_progress)
+    result = compare(agents, options, args.out, processes=args.parallel, eps=args.epsilon, alpha=args.significance,
+                     progress=not args.no_progress, engine=args.engine, ray_address=args.ray_address)
     markdown = render_markdown(result)
     write_json_atomic(args.out / "compare.json", result)
     write_text_atomic(args.out / "compare.csv", render_csv(result))
@@ -116,7 +129,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from dynsteer_hook.toolsandbox.replay import REPLAY_SUMMARY, replay_runs
 
     options = _options(args)
-    summary = replay_runs(args.runs, options, args.out, args.parallel, progress=not args.no_progress)
+    summary = replay_runs(args.runs, options, args.out, args.parallel, progress=not args.no_progress,
+                          engine=args.engine, ray_address=args.ray_address)
     for r in summary["per_scenario"]:
         print(_line(r))
     for s in summary["skipped_scenarios"]:

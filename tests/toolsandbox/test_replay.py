@@ -185,3 +185,27 @@ def test_bad_replay_arguments_are_one_sentence(tmp_path: Path, args: list[str], 
     code = main(["replay", *args, "-o", str(tmp_path / "out"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and err.startswith("dynsteer: error:") and "Traceback" not in err
+
+
+def _without_timing(summary: dict[str, Any]) -> dict[str, Any]:
+    rows = [{k: v for k, v in r.items() if k not in ("seconds", "run")} for r in summary["per_scenario"]]
+    return {**{k: v for k, v in summary.items() if k not in ("per_scenario", "skipped_scenarios")}, "per_scenario": rows}
+
+
+def test_ray_tasks_give_the_same_replay_as_local_processes(recorded: dict[tuple[str, str], Path], tmp_path: Path) -> None:
+    """--engine ray (a local Ray instance) replays to the same summary and reports as one process and as two."""
+    pytest.importorskip("ray", reason="Ray is optional: pip install 'dynsteer-hook[ray]'")
+    run = recorded[("clean_solver", "native")]
+    options = ReplayOptions(blueprint_dir=BLUEPRINTS)
+    one = replay_runs([run], options, tmp_path / "one")
+    pool = replay_runs([run], options, tmp_path / "pool", processes=2)
+    ray = replay_runs([run], options, tmp_path / "ray", processes=2, engine="ray")
+    assert _without_timing(one) == _without_timing(pool) == _without_timing(ray)
+    for name in script_names("clean_solver"):
+        assert _decisions(_report(tmp_path / "ray" / run.name, name)) == _decisions(_report(tmp_path / "one" / run.name, name))
+
+
+def test_a_ray_address_without_the_ray_engine_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--ray-address with the local engine is a mistake said in one sentence."""
+    code = main(["replay", str(tmp_path), "-o", str(tmp_path / "out"), "--ray-address", "ray://x:1", "--no-progress"])
+    assert code == 2 and "--engine ray" in capsys.readouterr().err
