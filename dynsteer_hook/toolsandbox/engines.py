@@ -22,7 +22,16 @@ J = TypeVar("J")
 R = TypeVar("R")
 
 
+def _quiet_logs() -> None:
+    """Worker processes log as the command line does (warnings and errors on stderr), not structlog's
+    default of everything on stdout."""
+    from dynsteer_hook.cli import configure_logging
+
+    configure_logging(False)
+
+
 def _call(worker: Callable[[Any], Any], job: Any) -> Any:
+    _quiet_logs()
     return worker(job)
 
 
@@ -61,7 +70,7 @@ def run_jobs(worker: Callable[[J], R], jobs: Sequence[J], *, processes: int = 1,
         return
     if processes > 1 and len(jobs) > 1:
         ctx = multiprocessing.get_context("spawn")
-        with ctx.Pool(min(processes, len(jobs))) as pool:
+        with ctx.Pool(min(processes, len(jobs)), initializer=_quiet_logs) as pool:
             yield from pool.imap(worker, jobs)
         return
     for job in jobs:
