@@ -48,6 +48,14 @@ if [ "${LOCAL_LLM:-0}" = "1" ] && ! { llama_runs && "$PY" -c "import llama_cpp.s
     exit 1
 fi
 
+# A real browser for the HTML report tests: Debian's Chromium, driven by Playwright (which
+# downloads nothing). Installed where this runs as root with apt; elsewhere those tests skip.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+    echo "setup: installing Debian's chromium for the browser tests"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
+        || echo "setup: chromium could not be installed; the browser tests will be skipped" >&2
+fi
+
 if "$PY" -c "import tool_sandbox.scenarios" >/dev/null 2>&1; then
     echo "setup: ToolSandbox already installed for $("$PY" -c 'import sys; print(sys.executable)')"
 elif [ -n "${TOOLSANDBOX_SRC:-}" ]; then

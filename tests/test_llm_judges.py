@@ -185,3 +185,20 @@ def test_a_judge_that_raises_is_replaced_by_the_tier_below_and_recorded() -> Non
     assert second.tiers["efficiency"].requested == 2 and second.tiers["efficiency"].used == 1
     assert any("RuntimeError" in d for d in second.degraded)
     assert r.report.outcome == "completed"
+
+
+def test_specialist_dimensions_are_judged_concurrently_with_the_same_verdict(llm_server: Any) -> None:
+    """Tier 3 asks about its dimensions at once (requests overlap at the server); the verdict equals the one-at-a-time verdict."""
+    from fake_llm import Reply
+
+    answer = json.dumps({"score": 0.8, "confidence": 0.9, "forensic_trace": "t=1 fine", "rationale": "t=1: fine", "cited_steps": [1]})
+    dims = ("correctness", "efficiency", "safety", "tool_compliance")
+    client = LLMClient("openai/judge", api_base=llm_server.url, api_key="k", max_retries=0, timeout=30)
+    llm_server.script(*[Reply(content=answer, delay=0.3)] * 4)
+    together = ExpertJudge(client, passes=1, concurrency=4)(_request(dims))
+    assert llm_server.peak_in_flight >= 2
+    llm_server.peak_in_flight = 0
+    llm_server.script(*[Reply(content=answer, delay=0.05)] * 4)
+    alone = ExpertJudge(client, passes=1, concurrency=1)(_request(dims))
+    assert llm_server.peak_in_flight == 1
+    assert together.scores == alone.scores and together.calls == alone.calls == 4

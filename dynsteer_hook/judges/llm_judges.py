@@ -9,6 +9,7 @@ the evaluator falls back to a lower tier and records it.
 from __future__ import annotations
 
 import statistics
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -99,35 +100,48 @@ class StandardJudge:
 
 @dataclass(frozen=True)
 class ExpertJudge:
-    """Tier 3: a specialist per dimension with ``passes`` deliberation passes (each reviews the last)."""
+    """Tier 3: a specialist per dimension with ``passes`` deliberation passes (each reviews the last).
+
+    The dimensions are independent, so up to ``concurrency`` of them are judged at once; the
+    passes of one dimension stay in order. The verdict does not depend on which finished first.
+    """
 
     client: JsonClient
     passes: int = 2
     temperature: float = 0.2
     max_tokens: int = 1200
+    concurrency: int = 4
     name: str = "tier3-specialist"
 
-    def __call__(self, request: JudgeRequest) -> Verdict:
-        scores: dict[str, DimensionScore] = {}
+    def _dimension(self, request: JudgeRequest, d: str) -> tuple[DimensionScore | None, list[str], int, float, int]:
+        latest: SpecialistJudgement | None = None
         problems: list[str] = []
         tokens, cost, calls = 0, 0.0, 0
-        for d in request.dimensions:
-            latest: SpecialistJudgement | None = None
-            for _ in range(max(1, self.passes)):
-                try:
-                    reply = self.client.complete_json(specialist_messages(request, d, latest), SpecialistJudgement,
-                                                      temperature=self.temperature, max_tokens=self.max_tokens)
-                except LLMError as exc:
-                    problems.append(f"{d}: {exc}")
-                    break
-                calls += 1
-                t, c = _usage(reply)
-                tokens, cost = tokens + t, cost + c
-                if reply.value is None:
-                    problems.append(f"{d}: unusable answer ({reply.rule}): {reply.error}")
-                    break
-                latest = reply.value
-            if latest is not None:
-                scores[d] = DimensionScore(latest.score, latest.confidence, latest.rationale, tuple(latest.cited_steps))
-        return Verdict(scores=scores, judge=f"{self.name}:{self.client.model}", tier=3,
-                       degraded="; ".join(problems[:3]) or None, tokens=tokens, cost_usd=cost, calls=calls)
+        for _ in range(max(1, self.passes)):
+            try:
+                reply = self.client.complete_json(specialist_messages(request, d, latest), SpecialistJudgement,
+                                                  temperature=self.temperature, max_tokens=self.max_tokens)
+            except LLMError as exc:
+                problems.append(f"{d}: {exc}")
+                break
+            calls += 1
+            t, c = _usage(reply)
+            tokens, cost = tokens + t, cost + c
+            if reply.value is None:
+                problems.append(f"{d}: unusable answer ({reply.rule}): {reply.error}")
+                break
+            latest = reply.value
+        score = None if latest is None else DimensionScore(latest.score, latest.confidence, latest.rationale, tuple(latest.cited_steps))
+        return score, problems, tokens, cost, calls
+
+    def __call__(self, request: JudgeRequest) -> Verdict:
+        dims = list(request.dimensions)
+        if self.concurrency > 1 and len(dims) > 1:
+            with ThreadPoolExecutor(max_workers=min(self.concurrency, len(dims)), thread_name_prefix="tier3") as pool:
+                outcomes = list(pool.map(lambda d: self._dimension(request, d), dims))
+        else:
+            outcomes = [self._dimension(request, d) for d in dims]
+        scores = {d: o[0] for d, o in zip(dims, outcomes, strict=True) if o[0] is not None}
+        problems = [p for o in outcomes for p in o[1]]
+        return Verdict(scores=scores, judge=f"{self.name}:{self.client.model}", tier=3, degraded="; ".join(problems[:3]) or None,
+                       tokens=sum(o[2] for o in outcomes), cost_usd=sum(o[3] for o in outcomes), calls=sum(o[4] for o in outcomes))

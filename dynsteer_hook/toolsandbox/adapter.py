@@ -22,8 +22,9 @@ from __future__ import annotations
 import ast
 import json
 import re
+import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 import polars as pl
@@ -153,6 +154,12 @@ def _gated_event(call_id: str, gated: GatedCall, actor: Literal["agent", "user"]
     )
 
 
+def simulator_only(row: Mapping[str, Any]) -> bool:
+    """Rows only the user simulator sees (its few-shot examples): no role of this rollout made them."""
+    visible = row.get("visible_to")
+    return visible is not None and [str(v) for v in visible] == [str(RoleType.USER)]
+
+
 class RowMapper:
     """Maps SANDBOX rows to core events (skipping the user simulator's private rows)."""
 
@@ -170,8 +177,7 @@ class RowMapper:
                 the call); without one the call's source is parsed.
         """
         sender, recipient = str(row["sender"]), str(row["recipient"])
-        visible = row.get("visible_to")
-        if visible is not None and list(map(str, visible)) == [str(RoleType.USER)]:
+        if simulator_only(row):
             return None  # user-simulator few-shot examples
         content = row.get("content") or ""
         if sender == RoleType.SYSTEM:
@@ -238,10 +244,16 @@ class RolloutSession:
     Args:
         on_event: Called with every mapped event (the evaluator's ``observe`` plus logging);
             it may raise ``Halt``.
+        on_turn: Called after each agent turn (execution batch) with its number, seconds and
+            tokens (``None`` when the role does not count them), so a replay can say what a
+            stop would have saved.
     """
 
-    def __init__(self, on_event: Callable[[Event], object]) -> None:
+    def __init__(self, on_event: Callable[[Event], object], on_turn: Callable[[int, float, int | None], object] | None = None) -> None:
         self._on_event = on_event
+        self._on_turn = on_turn
+        self.agent_turns = 0
+        self._previous_sender = ""
         self._mapper = RowMapper()
         self._last_index = -1
         self.opened = False
@@ -271,6 +283,11 @@ class RolloutSession:
             _rewrite_calls(rewrites)
             self.rewritten += len(rewrites)
 
+    def turn_done(self, seconds: float, tokens: int | None) -> None:
+        """Report the agent turn that just ended (its number is ``agent_turns``)."""
+        if self._on_turn is not None:
+            self._on_turn(self.agent_turns, seconds, tokens)
+
     def sync(self, before: Snapshots | None = None) -> None:
         """Feed rows appended since the last sync; the first result row carries the state change."""
         frame = _tables()[DatabaseNamespace.SANDBOX]
@@ -283,12 +300,26 @@ class RolloutSession:
                 continue  # a null headguard row
             self._last_index = int(row["sandbox_message_index"])
             self.rows_seen += 1
+            if not simulator_only(row):
+                sender = str(row["sender"])
+                if sender == RoleType.AGENT and self._previous_sender != RoleType.AGENT:
+                    self.agent_turns += 1
+                self._previous_sender = sender
             is_result = str(row["sender"]) == RoleType.EXECUTION_ENVIRONMENT
             event = self._mapper.map(row, pending_changes if is_result else (), self._gated.pop(self._last_index, None))
             if is_result:
                 pending_changes = ()
             if event is not None:
                 self._on_event(event)
+
+
+def _tokens(role: BaseRole) -> int | None:
+    """Tokens a role has spent so far, when it counts them (the LiteLLM roles do)."""
+    spent = getattr(role, "spent", None)
+    if not callable(spent):
+        return None
+    info = spent()
+    return int(info.get("prompt_tokens", 0)) + int(info.get("completion_tokens", 0))
 
 
 class GuardedRole(BaseRole):
@@ -309,10 +340,14 @@ class GuardedRole(BaseRole):
                 session.sync()
                 session.opened = True
             before = snapshot_databases() if self.role_type == RoleType.EXECUTION_ENVIRONMENT else None
+            turns, tokens, start = session.agent_turns, _tokens(self.inner), time.perf_counter()
             self.inner.respond(ending_index=ending_index)
+            seconds = time.perf_counter() - start
             if self.role_type in (RoleType.AGENT, RoleType.USER):
                 session.gate(self.role_type)
             session.sync(before)
+            if self.role_type == RoleType.AGENT and session.agent_turns > turns:
+                session.turn_done(seconds, None if tokens is None else (_tokens(self.inner) or 0) - tokens)
         except Halt as halt:
             session.stop = halt.stop
             end_conversation_now()

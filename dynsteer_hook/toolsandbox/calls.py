@@ -30,7 +30,7 @@ from typing import Any
 
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 
-from tool_sandbox.common.execution_context import RoleType, get_current_context
+from tool_sandbox.common.execution_context import ExecutionContext, RoleType, get_current_context
 
 MAX_DEPTH = 32
 """Nesting depth allowed in arguments (deeper payloads are rejected, never recursed into)."""
@@ -321,14 +321,18 @@ def _literal_str(text: str) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def offered_tools(role_type: RoleType) -> dict[str, str]:
-    """The tools the current scenario offers a role: agent-facing name -> execution-facing name.
+def offered_tools(role_type: RoleType, context: ExecutionContext | None = None) -> dict[str, str]:
+    """The tools a scenario offers a role: agent-facing name -> execution-facing name.
 
     Exactly what ToolSandbox shows the role (its allow and deny lists, tool visibility, and
     scrambled names for the agent), so a call can only reach a tool the role was offered.
+
+    Args:
+        role_type: The role.
+        context: The execution context (default: the current one).
     """
     role = RoleType(role_type)
-    tools = get_current_context().get_available_tools(scrambling_allowed=role == RoleType.AGENT)
+    tools = (context or get_current_context()).get_available_tools(scrambling_allowed=role == RoleType.AGENT)
     return {
         name: str(getattr(tool, "__name__", name))
         for name, tool in tools.items()

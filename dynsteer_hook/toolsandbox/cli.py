@@ -63,8 +63,11 @@ def add_run_parser(sub: Any) -> None:
     sc.set_defaults(func=_cmd_scenarios)
 
     from dynsteer_hook.toolsandbox.compile_cmd import add_compile_parser
+    from dynsteer_hook.toolsandbox.replay_cmd import add_compare_parser, add_replay_parser
 
     add_compile_parser(sub)
+    add_replay_parser(sub)
+    add_compare_parser(sub)
 
 
 def _verdict(result: dict[str, Any]) -> str:

@@ -191,7 +191,11 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
             finally:
                 spent[0] += time.perf_counter() - start
 
-        session = RolloutSession(on_event)
+        def on_turn(turn: int, seconds: float, tokens: int | None) -> None:
+            if log is not None:  # what each agent turn cost, so a replay can say what a stop saves
+                log.meta(batch_cost={"batch": turn, "seconds": round(seconds, 6), "tokens": tokens})
+
+        session = RolloutSession(on_event, on_turn)
         guarded: dict[RoleType, BaseRole] = {rt: GuardedRole(role, session) for rt, role in roles.items()}
         start = time.perf_counter()
         try:

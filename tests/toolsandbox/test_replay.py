@@ -1,0 +1,211 @@
+"""``dynsteer replay`` over recorded ToolSandbox runs: the same decisions as live, virtual stops mapped
+onto the recorded agent turns, and bad recordings skipped with their reason while the rest go on."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ts_support import BLUEPRINTS, SCRIPTS, B, D, script_names
+
+from dynsteer_hook.cli import main
+from dynsteer_hook.config import EvaluatorConfig
+from dynsteer_hook.toolsandbox.recording import BatchCost
+from dynsteer_hook.toolsandbox.replay import ReplayOptions, replay_runs, virtual_stop
+from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
+
+pytestmark = pytest.mark.toolsandbox
+
+SCRIPTS_PLAYED = ("clean_solver", "alternative_path", "looping_agent", "minefield_agent", "malformed_arguments")
+
+
+@pytest.fixture(scope="module")
+def recorded(scenarios: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
+    """Every shipped script played once live with dynsteer and once natively: the run folders."""
+    out: dict[tuple[str, str], Path] = {}
+    for script in SCRIPTS_PLAYED:
+        for evaluator in ("dynsteer", "native"):
+            directory = tmp_path_factory.mktemp(f"{script}_{evaluator}")
+            names = script_names(script)
+            options = RunOptions(agent="Scripted", user="Scripted", evaluator=evaluator, script=SCRIPTS / f"{script}.json")
+            run_scenarios({n: scenarios[n] for n in names}, options, directory, 1)
+            out[(script, evaluator)] = directory
+    return out
+
+
+def _report(folder: Path, name: str) -> dict[str, Any]:
+    return json.loads((folder / "trajectories" / name / "dynsteer_report.json").read_text())
+
+
+def _decisions(report: dict[str, Any]) -> dict[str, Any]:
+    """What must not differ between a live run and its replay."""
+    return {
+        "outcome": report["outcome"], "score": report["score"], "settled": report["settled"], "k": report["k"], "t": report["t"],
+        "stop": None if report["stop"] is None else {k: report["stop"][k] for k in ("reason", "k", "t", "anchor", "dimension")},
+        "stages": [(s["milestone"], s["t"], s["k"], s["composite"], s["window"]) for s in report["stages"]],
+        "first_error": report["first_error"],
+    }
+
+
+@pytest.mark.parametrize("script", SCRIPTS_PLAYED)
+def test_replaying_a_live_run_reaches_the_same_decisions(recorded: dict[tuple[str, str], Path], script: str, tmp_path: Path) -> None:
+    """Replaying what `dynsteer run` recorded gives the same stages, score, first error and stop (same k and t)."""
+    live = recorded[(script, "dynsteer")]
+    summary = replay_runs([live], ReplayOptions(blueprint_dir=BLUEPRINTS), tmp_path)
+    assert summary["skipped"] == 0 and summary["replayed"] == len(script_names(script))
+    for name in script_names(script):
+        assert _decisions(_report(tmp_path / live.name, name)) == _decisions(_report(live, name)), name
+
+
+@pytest.mark.parametrize("script", SCRIPTS_PLAYED)
+def test_replaying_a_native_run_stops_where_the_live_run_stopped(recorded: dict[tuple[str, str], Path], script: str, tmp_path: Path) -> None:
+    """A run recorded without the hook, replayed, halts virtually at the live halt's k and t (or not at all, as live)."""
+    native = recorded[(script, "native")]
+    summary = replay_runs([native], ReplayOptions(blueprint_dir=BLUEPRINTS), tmp_path)
+    for r in summary["per_scenario"]:
+        live = _report(recorded[(script, "dynsteer")], r["scenario"])
+        if live["stop"] is None:
+            assert r["virtual_stop"] is None and r["stop"] is None
+        else:
+            assert (r["stop"]["reason"], r["stop"]["k"], r["stop"]["t"]) == (live["stop"]["reason"], live["stop"]["k"], live["stop"]["t"])
+            v = r["virtual_stop"]
+            assert 1 <= v["b_stop"] <= v["b_full"] == r["batches"]
+            assert v["stop_progress"] == pytest.approx(v["b_stop"] / v["b_full"], abs=1e-6)
+            assert v["saved_progress"] == pytest.approx(1 - v["stop_progress"], abs=1e-6)
+
+
+def test_minefield_stop_falls_on_the_turn_of_the_hazardous_call(recorded: dict[tuple[str, str], Path], tmp_path: Path) -> None:
+    """The minefield agent's send is its second turn of three: b_stop = 2, b_full = 3, q = 1/3."""
+    summary = replay_runs([recorded[("minefield_agent", "native")]], ReplayOptions(blueprint_dir=BLUEPRINTS), tmp_path)
+    r = next(x for x in summary["per_scenario"] if x["scenario"] == D)
+    assert r["stop"]["reason"] == "fatal_minefield"
+    assert (r["virtual_stop"]["b_stop"], r["virtual_stop"]["b_full"]) == (2, 3)
+    assert summary["stops_by_reason"]["fatal_minefield"]["halted_runs"] == 1
+
+
+def test_a_full_recording_gives_the_seconds_and_tokens_a_stop_would_save(scenarios: dict[str, Any], tmp_path: Path) -> None:
+    """A live run that did not halt records each agent turn's cost; a replay that halts sums the later turns."""
+    names = script_names("looping_agent")
+    options = RunOptions(agent="Scripted", user="Scripted", script=SCRIPTS / "looping_agent.json",
+                         config=EvaluatorConfig().with_overrides(n_stag=1000, structural_patience=1000, low_score_patience=1000))
+    run_scenarios({n: scenarios[n] for n in names}, options, tmp_path / "rec", 1)
+    summary = replay_runs([tmp_path / "rec"], ReplayOptions(blueprint_dir=BLUEPRINTS), tmp_path / "out")
+    halted = [r for r in summary["per_scenario"] if r["virtual_stop"] is not None]
+    assert halted, "the default thresholds stop the looping agent"
+    for r in halted:
+        assert r["virtual_stop"]["saved_batches"] > 0 and r["virtual_stop"]["seconds_saved"] is not None
+        assert r["virtual_stop"]["seconds_saved"] > 0
+
+
+def test_virtual_stop_progress_follows_eq_p_over_batches() -> None:
+    """p = b_stop / b_full, q = 1 - p; costs are summed over the turns after the stop, unknown if any is missing."""
+    costs = {1: BatchCost(1.0, 10), 2: BatchCost(2.0, 20), 3: BatchCost(3.0, 30), 4: BatchCost(4.0, None)}
+    v = virtual_stop(2, 4, costs)
+    assert (v.batch, v.batches, v.saved_batches, v.stop_progress, v.saved_progress) == (2, 4, 2, 0.5, 0.5)
+    assert v.seconds_saved == 7.0 and v.tokens_saved is None
+    assert virtual_stop(3, 4, {}).seconds_saved is None
+
+
+def _damage(run: Path, name: str, how: str) -> None:
+    folder = run / "trajectories" / name
+    ctx = folder / "execution_context.json"
+    if how == "missing context":
+        ctx.unlink()
+    elif how == "truncated context":
+        ctx.write_text(ctx.read_text()[:500])
+    elif how == "unknown table":
+        data = json.loads(ctx.read_text())
+        data["_dbs"]["CALENDAR"] = []
+        ctx.write_text(json.dumps(data))
+    elif how == "unknown tool":
+        data = json.loads(ctx.read_text())
+        data["tool_allow_list"] = [*(data["tool_allow_list"] or []), "teleport_user"]
+        ctx.write_text(json.dumps(data))
+    elif how == "missing conversation":
+        (folder / "conversation.json").unlink()
+    elif how == "no trajectory":
+        shutil.rmtree(folder)
+    else:  # pragma: no cover
+        raise AssertionError(how)
+
+
+DAMAGE = ["missing context", "truncated context", "unknown table", "unknown tool", "missing conversation"]
+
+
+@pytest.mark.parametrize("how", DAMAGE)
+def test_a_damaged_recording_is_skipped_with_its_reason_and_the_rest_go_on(
+    recorded: dict[tuple[str, str], Path], tmp_path: Path, how: str
+) -> None:
+    """One damaged scenario is skipped with a reason naming the file; the other scenarios are replayed."""
+    run = tmp_path / "run"
+    shutil.copytree(recorded[("clean_solver", "native")], run)
+    names = script_names("clean_solver")
+    _damage(run, B, how)
+    summary = replay_runs([run], ReplayOptions(blueprint_dir=BLUEPRINTS), tmp_path / "out")
+    assert summary["replayed"] == len(names) - 1
+    (skip,) = summary["skipped_scenarios"]
+    assert skip["scenario"] == B and B in skip["reason"]
+
+
+def test_a_scenario_without_a_blueprint_is_skipped(recorded: dict[tuple[str, str], Path], tmp_path: Path) -> None:
+    """A recorded scenario with no blueprint in --blueprints is skipped, with the fix in the reason."""
+    blueprints = tmp_path / "bp"
+    blueprints.mkdir()
+    for name in script_names("clean_solver"):
+        if name != B:
+            shutil.copy(BLUEPRINTS / f"{name}.json", blueprints)
+    summary = replay_runs([recorded[("clean_solver", "native")]], ReplayOptions(blueprint_dir=blueprints), tmp_path / "out")
+    (skip,) = summary["skipped_scenarios"]
+    assert skip["scenario"] == B and "dynsteer compile" in skip["reason"]
+
+
+def test_replay_command_prints_verdicts_and_writes_summaries(recorded: dict[tuple[str, str], Path], tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    """`dynsteer replay` over a folder holding several runs writes each run's reports and one summary."""
+    base = tmp_path / "runs"
+    base.mkdir()
+    for script in ("clean_solver", "minefield_agent"):
+        shutil.copytree(recorded[(script, "native")], base / script)
+    code = main(["replay", str(base), "-o", str(tmp_path / "out"), "--no-progress"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "VIRTUAL STOP fatal_minefield" in out and "replayed" in out.splitlines()[-1]
+    summary = json.loads((tmp_path / "out" / "replay_summary.json").read_text())
+    assert summary["replayed"] == len(script_names("clean_solver")) + len(script_names("minefield_agent"))
+    for script in ("clean_solver", "minefield_agent"):
+        assert (tmp_path / "out" / script / "replay_summary.json").is_file()
+
+
+@pytest.mark.parametrize("args", [["/nonexistent/run"], ["-p", "0", "."], ["--blueprints", "/nonexistent", "."]])
+def test_bad_replay_arguments_are_one_sentence(tmp_path: Path, args: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    """A missing run folder, a bad -p or a missing blueprint folder ends in one sentence and exit status 2."""
+    code = main(["replay", *args, "-o", str(tmp_path / "out"), "--no-progress"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("dynsteer: error:") and "Traceback" not in err
+
+
+def _without_timing(summary: dict[str, Any]) -> dict[str, Any]:
+    rows = [{k: v for k, v in r.items() if k not in ("seconds", "run")} for r in summary["per_scenario"]]
+    return {**{k: v for k, v in summary.items() if k not in ("per_scenario", "skipped_scenarios")}, "per_scenario": rows}
+
+
+def test_ray_tasks_give_the_same_replay_as_local_processes(recorded: dict[tuple[str, str], Path], tmp_path: Path) -> None:
+    """--engine ray (a local Ray instance) replays to the same summary and reports as one process and as two."""
+    pytest.importorskip("ray", reason="Ray is optional: pip install 'dynsteer-hook[ray]'")
+    run = recorded[("clean_solver", "native")]
+    options = ReplayOptions(blueprint_dir=BLUEPRINTS)
+    one = replay_runs([run], options, tmp_path / "one")
+    pool = replay_runs([run], options, tmp_path / "pool", processes=2)
+    ray = replay_runs([run], options, tmp_path / "ray", processes=2, engine="ray")
+    assert _without_timing(one) == _without_timing(pool) == _without_timing(ray)
+    for name in script_names("clean_solver"):
+        assert _decisions(_report(tmp_path / "ray" / run.name, name)) == _decisions(_report(tmp_path / "one" / run.name, name))
+
+
+def test_a_ray_address_without_the_ray_engine_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """--ray-address with the local engine is a mistake said in one sentence."""
+    code = main(["replay", str(tmp_path), "-o", str(tmp_path / "out"), "--ray-address", "ray://x:1", "--no-progress"])
+    assert code == 2 and "--engine ray" in capsys.readouterr().err
