@@ -28,6 +28,7 @@ from dynsteer_hook.audit import (
     StopRecord,
     TierUse,
     Window,
+    conclude,
 )
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Milestone, Minefield
 from dynsteer_hook.catalog import ToolCatalog
@@ -235,8 +236,13 @@ class Evaluator:
             self._on_closed(action)
         return action
 
-    def finish(self) -> Report:
-        """The report of the run so far (call once the rollout has ended)."""
+    def finish(self, *, crash: str | None = None, interrupted: bool = False) -> Report:
+        """The report of the run so far (call once the rollout has ended).
+
+        Args:
+            crash: Why the rollout crashed, when it did (the outcome is then ``crashed``).
+            interrupted: The rollout was stopped by Ctrl-C (the outcome is then ``interrupted``).
+        """
         cfg = self.config
         n = len(self.blueprint.milestones)
         by_m = {s.milestone: s.composite for s in self._stages}
@@ -272,9 +278,11 @@ class Evaluator:
             blueprint=self._blueprint_summary(),
             config=cfg.to_dict(),
         )
+        report = conclude(report, crash=crash, interrupted=interrupted)
         if not self._ended:  # finish() may be called again; the log gets one end record
             self._ended = True
-            self._emit({"type": "end", "outcome": outcome, "score": report.score, "k": report.k, "t": report.t})
+            self._emit({"type": "end", "outcome": report.outcome, "score": report.score, "k": report.k, "t": report.t}
+                       | ({"crash": crash} if crash else {}))
         return report
 
     # -- raw clock -----------------------------------------------------------------
