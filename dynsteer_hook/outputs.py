@@ -209,6 +209,12 @@ def _first_existing(path: Path) -> Path:
     return p
 
 
+def _kind(p: Path) -> str:
+    if p.is_symlink() and not p.exists():
+        return "a link to nowhere"
+    return "a file" if p.is_file() else "a device or a pipe"
+
+
 def check_output_dir(path: str | Path, flag: str, files: Iterable[str] = ()) -> None:
     """Check, writing nothing, that ``path`` can be (or already is) a writable folder.
 
@@ -223,10 +229,10 @@ def check_output_dir(path: str | Path, flag: str, files: Iterable[str] = ()) -> 
     p = Path(path)
     fix = f"pass a writable directory path with {flag}"
     if os.path.lexists(p) and not p.is_dir():
-        raise OutputError(f"{flag} {p} is a file, not a directory; {fix}")
+        raise OutputError(f"{flag} {p} is {_kind(p)}, not a directory; {fix}")
     base = _first_existing(p)
     if not base.is_dir():
-        raise OutputError(f"{flag} {p} cannot be created: {base} is a file, not a directory; {fix}")
+        raise OutputError(f"{flag} {p} cannot be created: {base} is {_kind(base)}, not a directory; {fix}")
     for name in files:
         target = p / name
         if os.path.lexists(target) and not target.is_file():

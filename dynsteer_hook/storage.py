@@ -62,7 +62,7 @@ def read_input_text(path: str | Path, what: str, fix: str, error: type[DynsteerE
     except OSError as exc:
         raise error(f"{what} {p} cannot be read ({exc.strerror or exc}); {fix}") from None
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8-sig")  # a byte-order mark some editors write is not content
     except UnicodeDecodeError as exc:
         raise error(f"{what} {p} is not UTF-8 text (byte {exc.start} cannot be decoded); save it as UTF-8 JSON") from None
 
@@ -148,9 +148,18 @@ def read_events(path: str | Path) -> Iterator[Event]:
     except OSError as exc:
         raise EventFileError(f"{what} cannot be read ({exc.strerror or exc}); check its permissions") from None
     with f:
-        for lineno, raw in enumerate(f, start=1):
+        lineno = 0
+        while True:
             try:
-                line = raw.decode("utf-8")
+                raw = f.readline()
+            except OSError as exc:
+                where = f" after line {lineno}" if lineno else ""
+                raise EventFileError(f"{what} cannot be read{where} ({exc.strerror or exc}); check the file and its disk") from None
+            if not raw:
+                return
+            lineno += 1
+            try:
+                line = raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
             except UnicodeDecodeError:
                 raise EventFileError(f"{what} line {lineno} is not UTF-8 text; write the file as UTF-8 JSON lines") from None
             if json_too_deep(line):
