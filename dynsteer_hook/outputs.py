@@ -161,6 +161,14 @@ class JsonlSink:
         self.error: str | None = None
         self.dropped = 0
 
+    @classmethod
+    def broken(cls, path: str | Path, error: str) -> JsonlSink:
+        """A sink whose file could not even be created: every record is counted as not written."""
+        sink = cls.__new__(cls)
+        sink.path, sink._fd, sink._size = Path(path), None, 0
+        sink.records, sink.error, sink.dropped = 0, error, 0
+        return sink
+
     def write(self, record: dict[str, Any]) -> None:
         """Append one record (never raises for an I/O error; see ``error``)."""
         if self._fd is None or self.error is not None:

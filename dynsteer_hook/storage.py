@@ -184,8 +184,8 @@ def check_events(path: str | Path) -> int:
 class EventLog:
     """Writes events as JSONL records (the evaluator's input format), one whole line each."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.sink = JsonlSink(path)
+    def __init__(self, path: str | Path | JsonlSink) -> None:
+        self.sink = path if isinstance(path, JsonlSink) else JsonlSink(path)
 
     def write(self, event: Event) -> None:
         self.sink.write(event_to_record(event))

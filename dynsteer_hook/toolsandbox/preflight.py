@@ -10,6 +10,7 @@ says so on the console, in the report and in ``dynsteer_summary.json``.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,7 +72,7 @@ def check_blueprints(scenarios: dict[str, Scenario], directory: Path, *, allow_s
         ScenarioError: A blueprint is missing, compiled for another scenario, or stale (without ``allow_stale``).
         BlueprintError: A blueprint is malformed or breaks a contract (one sentence naming the file).
     """
-    missing = [n for n in scenarios if not blueprint_path(directory, n).is_file()]
+    missing = [n for n in scenarios if not os.path.lexists(blueprint_path(directory, n))]
     if missing:
         raise ScenarioError(
             f"no blueprint for {len(missing)} scenario(s) in {directory}, e.g. {missing[:3]}; "

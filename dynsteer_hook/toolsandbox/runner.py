@@ -129,6 +129,15 @@ def crash_reason(result: dict[str, Any]) -> str | None:
     return last[0] if last else str(result["exception_type"])
 
 
+def _open_log(path: Path) -> JsonlSink:
+    """A log of the rollout; one that cannot be created (a full disk) is recorded as missing from record 0."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JsonlSink(path)
+    except OSError as exc:
+        return JsonlSink.broken(path, reason(exc))
+
+
 def _log_gap(sink: JsonlSink, name: str) -> IncompleteLog | None:
     return IncompleteLog(file=name, from_record=sink.records, reason=sink.error) if sink.error else None
 
@@ -149,14 +158,13 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
             return _stopped_result(name, scenario, how=IN_FLIGHT)
 
     trajectory = output_directory / "trajectories" / name
-    trajectory.mkdir(parents=True, exist_ok=True)
     directory = options.blueprint_dir or default_blueprint_dir()
     bp = load_blueprint(blueprint_path(directory, name))
     prov = bp.provenance
     stale = bool(prov and prov.public_view_hash and prov.public_view_hash != public_view(name, scenario).digest())
     spent = [0.0]
-    sink = JsonlSink(trajectory / AUDIT_LOG)
-    log = EventLog(trajectory / EVENTS_FILE) if options.write_events else None
+    sink = _open_log(trajectory / AUDIT_LOG)
+    log = EventLog(_open_log(trajectory / EVENTS_FILE)) if options.write_events else None
     try:
         evaluator = Evaluator(bp, options.config, sink=sink, judges=options.judges.build())
         if log is not None:
