@@ -7,8 +7,10 @@ it raises ``KeyboardInterrupt`` once, at a point where nothing is half-done. An 
 worker merely notes it, so no worker prints a traceback. Workers start with Ctrl-C
 ignored (the parent ignores it while it spawns them) until their control is installed.
 
-The parent of a pool forwards the signal to its workers, since ``kill -INT`` reaches the
-parent alone; a second Ctrl-C in the parent stops waiting for the workers.
+The parent of a pool sets a shared stop event and forwards the signal to its workers,
+since ``kill -INT`` reaches the parent alone; a worker still starting up when Ctrl-C came
+sees the event before its next scenario. A second Ctrl-C in the parent stops waiting for
+the workers.
 """
 
 from __future__ import annotations
@@ -25,12 +27,24 @@ from typing import Any
 
 
 class InterruptControl:
-    """This process's view of Ctrl-C (see the module docstring)."""
+    """This process's view of Ctrl-C (see the module docstring).
 
-    def __init__(self) -> None:
+    Args:
+        shared: The pool's stop event, set by the parent on Ctrl-C; it reaches a worker
+            that was still starting (and ignoring the signal) when Ctrl-C came.
+    """
+
+    def __init__(self, shared: Any = None) -> None:
         self.requested = False
+        self._shared = shared
         self._armed = False
         self._held = 0
+
+    def stopping(self) -> bool:
+        """Whether Ctrl-C came, here or in the parent (checked once per scenario, not per event)."""
+        if not self.requested and self._shared is not None and self._shared.is_set():
+            self.requested = True
+        return self.requested
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         """The SIGINT handler."""
@@ -42,7 +56,7 @@ class InterruptControl:
     @contextmanager
     def armed(self) -> Iterator[None]:
         """A rollout: Ctrl-C interrupts it (at once, or when the held section it lands in ends)."""
-        if self.requested:
+        if self.stopping():
             raise KeyboardInterrupt
         self._armed = True
         try:
@@ -99,10 +113,10 @@ def installed() -> Iterator[InterruptControl]:
         _CONTROL = previous_control
 
 
-def init_worker() -> None:
-    """Pool initializer: this worker's control takes Ctrl-C from now on."""
+def init_worker(shared: Any) -> None:
+    """Pool initializer: this worker's control takes Ctrl-C from now on and watches the parent's stop event."""
     global _CONTROL
-    _CONTROL = InterruptControl()
+    _CONTROL = InterruptControl(shared)
     signal.signal(signal.SIGINT, _CONTROL.handle)
 
 
@@ -120,15 +134,17 @@ def ignoring_interrupts() -> Iterator[None]:
 
 
 class ParentControl:
-    """The pool parent's Ctrl-C: the first is forwarded to the workers, a second stops the wait."""
+    """The pool parent's Ctrl-C: the first sets the stop event and is forwarded to the workers, a second stops the wait."""
 
-    def __init__(self) -> None:
+    def __init__(self, shared: Any) -> None:
         self.requested = False
+        self._shared = shared
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested:
             raise KeyboardInterrupt
         self.requested = True
+        self._shared.set()
         for child in multiprocessing.active_children():
             if child.pid is not None:
                 with contextlib.suppress(ProcessLookupError):  # it ended meanwhile

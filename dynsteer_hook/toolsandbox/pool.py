@@ -32,10 +32,11 @@ def play_all(worker: Callable[[Item], dict[str, Any]], items: list[Item], proces
         with interrupts.installed():
             return [worker(item) for item in items]
     ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
     with interrupts.ignoring_interrupts():  # workers start deaf to Ctrl-C until their control is in place
-        pool = ctx.Pool(min(processes, len(items)), initializer=interrupts.init_worker)
+        pool = ctx.Pool(min(processes, len(items)), initializer=interrupts.init_worker, initargs=(stop,))
     results: list[dict[str, Any]] = []
-    with interrupts.ParentControl().installed():
+    with interrupts.ParentControl(stop).installed():
         try:
             for r in pool.imap_unordered(worker, items):
                 results.append(r)

@@ -146,7 +146,7 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
     """Play and evaluate one scenario; never raises for a failing rollout, a full disk or Ctrl-C (each is recorded)."""
     name, scenario = name_and_scenario
     control = interrupts.current()
-    if control.requested:
+    if control.stopping():
         return _stopped_result(name, scenario, how=NOT_STARTED)
     output_directory.mkdir(parents=True, exist_ok=True)
     roles, scripted = _build_roles(name, options)
