@@ -246,8 +246,8 @@ def test_evaluate_on_a_full_disk_keeps_the_earlier_files(tmp_path: Path) -> None
 
 def test_evaluate_with_an_audit_log_that_stops_marks_the_report(earlier: tuple[Path, dict[str, bytes | str]],
                                                                 monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    """Simulated: the audit log's device fills after 5 records while the reports still fit. The reports are written and
-    say from which record the log is missing, the log holds those 5 whole records, and evaluate exits 2 with one sentence."""
+    """With the audit log's device full after 5 records (simulated) while the reports still fit, the reports are written
+    and say from which record the log is missing, the log holds those 5 whole records, and evaluate exits 2 with one sentence."""
     from dynsteer_hook import outputs
 
     real = outputs._write_all
