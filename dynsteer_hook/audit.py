@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from dynsteer_hook.untrusted import for_markdown as md
 
 StopReason = Literal["fatal_minefield", "structural_failure", "low_score", "frontier_stagnation"]
+Outcome = Literal["completed", "halted", "incomplete", "crashed", "interrupted"]
 
 
 class _Model(BaseModel):
@@ -128,13 +129,25 @@ class JudgeUsage(_Model):
     cost_usd: float
 
 
+class IncompleteLog(_Model):
+    """A log file that stopped being written before the run ended (a full disk, a file-size limit)."""
+
+    file: str
+    from_record: int = Field(description="0-based index of the first record missing; the records before it are whole.")
+    reason: str
+
+
 class Report(_Model):
     """The audit report of one evaluated run."""
 
     format: Literal["dynsteer-report"] = "dynsteer-report"
     version: Literal[1] = 1
     task: str
-    outcome: Literal["completed", "halted", "incomplete"]
+    outcome: Outcome = Field(
+        description="completed or incomplete (milestones), halted (a stop rule fired), crashed (the rollout raised), "
+        "interrupted (stopped by Ctrl-C)."
+    )
+    crash: str | None = Field(default=None, description="Why the rollout crashed (outcome crashed).")
     halted: bool
     stop: StopRecord | None
     score: float = Field(description="Mean stage score over all milestones (unsettled = 0; fatal minefield = 0).")
@@ -152,6 +165,27 @@ class Report(_Model):
     judge_usage: JudgeUsage
     blueprint: dict[str, Any]
     config: dict[str, Any]
+    blueprint_stale: bool = Field(
+        default=False, description="The blueprint was compiled from another version of the task's public view (allowed explicitly)."
+    )
+    incomplete_logs: list[IncompleteLog] = Field(default_factory=list, description="Log files that miss records, and from which record.")
+
+
+def conclude(report: Report, *, crash: str | None = None, interrupted: bool = False) -> Report:
+    """The report with how the rollout ended: interrupted beats crashed beats the evaluator's own outcome.
+
+    A crashed run scores 0, so that its score never reads as a success.
+    """
+    if interrupted:
+        return report.model_copy(update={"outcome": "interrupted", "crash": crash})
+    if crash is not None:
+        return report.model_copy(update={"outcome": "crashed", "crash": crash, "score": 0.0})
+    return report
+
+
+def with_files(report: Report, *, stale: bool = False, incomplete_logs: tuple[IncompleteLog, ...] = ()) -> Report:
+    """The report with what is known about its inputs and files once the run has ended."""
+    return report.model_copy(update={"blueprint_stale": stale, "incomplete_logs": list(incomplete_logs)})
 
 
 class AuditSink(Protocol):
@@ -181,6 +215,20 @@ def _ids(ids: list[str], limit: int = 40) -> str:
     return shown + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
+def _run_notes(report: Report) -> list[str]:
+    """How the run ended and what its files miss, beyond the evaluator's outcome."""
+    notes = []
+    if report.crash:
+        notes.append(f"- Crash: {md(report.crash, 300)}")
+    if report.outcome == "interrupted":
+        notes.append("- Interrupted (Ctrl-C) before the rollout ended; the stages below are those seen until then")
+    if report.blueprint_stale:
+        notes.append("- Blueprint is **stale**: compiled from another version of this task's public view")
+    for log in report.incomplete_logs:
+        notes.append(f"- Log {md(log.file, 200)} is **incomplete** from record {log.from_record} on ({md(log.reason, 200)})")
+    return notes
+
+
 def render_markdown(report: Report) -> str:
     """A readable Markdown rendering of a report.
 
@@ -190,8 +238,8 @@ def render_markdown(report: Report) -> str:
     start a heading, list or code block, or make a link, image or HTML.
     """
     lines = [f"# DynSTEER report: {md(report.task, 200) if report.task else '(unnamed task)'}", ""]
-    verdict = "halted" if report.halted else report.outcome
-    lines.append(f"- Outcome: **{md(verdict)}**; score {_fmt(report.score)}; k={report.k} raw events, t={report.t} closed actions")
+    lines.append(f"- Outcome: **{md(report.outcome)}**; score {_fmt(report.score)}; k={report.k} raw events, t={report.t} closed actions")
+    lines += _run_notes(report)
     lines.append(f"- Settled: {_ids(report.settled) or 'none'}")
     lines.append(f"- Unsettled: {_ids(report.unsettled) or 'none'}")
     if report.stop:

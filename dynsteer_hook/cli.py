@@ -8,8 +8,11 @@ one sentence on stderr and exit status 2; a halted run is a result, not an error
 from __future__ import annotations
 
 import argparse
+import errno
+import io
 import json
 import logging
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.errors import DynsteerError, Halt
+from dynsteer_hook.errors import DynsteerError, Halt, OutputError
 from dynsteer_hook.judges.factory import JudgeSettings
 
 if TYPE_CHECKING:
@@ -111,39 +114,63 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
             overrides[key.strip()] = json.loads(raw)
         except json.JSONDecodeError:
             overrides[key.strip()] = raw
+        except RecursionError:
+            raise DynsteerError(f"--set {key.strip()}: the value nests arrays and objects too deeply; give a flat value") from None
     return EvaluatorConfig().with_overrides(**overrides)
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from dynsteer_hook.audit import IncompleteLog, with_files
     from dynsteer_hook.evaluator import Evaluator
+    from dynsteer_hook.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
     from dynsteer_hook.pairing import LineIndex
-    from dynsteer_hook.storage import AUDIT_LOG, JsonlSink, load_blueprint, read_numbered_events, write_report
+    from dynsteer_hook.storage import AUDIT_LOG, REPORT_FILES, check_events, load_valid_blueprint, read_numbered_events, stage_report
 
-    bp = load_blueprint(args.blueprint)
+    # Every input is checked before any output is opened, so a bad file never touches an earlier run's files.
+    bp = load_valid_blueprint(args.blueprint)
     settings, config = judges_from_args(args, config_from_args(args))
     judges = settings.build()
+    check_events(args.events)
     out = Path(args.report)
-    if out.exists() and not out.is_dir():
-        raise DynsteerError(f"report directory {out} is a file; pass a directory path with --report")
-    try:
-        sink = JsonlSink(out / AUDIT_LOG)
-    except OSError as exc:
-        raise DynsteerError(f"report directory {out} cannot be created ({exc.strerror}); pass a writable directory path with --report") from None
-    with sink:
-        evaluator = Evaluator(bp, config, sink=sink, judges=judges)
-        lines = LineIndex()
+    check_output_dir(out, "--report", REPORT_FILES)
+    create_dir(out, "--report")
+    # The new audit log grows beside the old one and replaces it, with the reports, only once all are written.
+    audit_tmp = temp_sibling(out / AUDIT_LOG)
+    with StagedFiles() as staged:
         try:
-            for lineno, event in read_numbered_events(args.events):
-                lines.note(evaluator.k + 1, lineno)
-                evaluator.observe(event)
-        except Halt:
-            pass
-        report = evaluator.finish()
+            sink = JsonlSink(audit_tmp)
+        except OSError as exc:
+            raise OutputError(f"the audit log cannot be created in {out} ({reason(exc)}); pass a writable directory with --report") from None
+        staged.adopt(audit_tmp, out / AUDIT_LOG)
+        with sink:
+            evaluator = Evaluator(bp, config, sink=sink, judges=judges)
+            lines = LineIndex()
+            try:
+                for lineno, event in read_numbered_events(args.events):
+                    lines.note(evaluator.k + 1, lineno)
+                    evaluator.observe(event)
+            except Halt:
+                pass
+            report = evaluator.finish()
+        gap = IncompleteLog(file=AUDIT_LOG, from_record=sink.records, reason=sink.error) if sink.error else None
+        report = with_files(report, incomplete_logs=(gap,) if gap else ())
+        try:
+            json_path, _ = stage_report(staged, report, out)
+            staged.commit()
+        except OSError as exc:
+            raise OutputError(
+                f"the report cannot be written to {out} ({reason(exc)}); the files already there are unchanged; "
+                "free some space or pass another --report directory"
+            ) from None
     _warn_trace_faults(report, lines, args.events)
-    json_path, _ = write_report(report, out)
     where = f" ({report.stop.reason} at k={report.stop.k}, t={report.stop.t})" if report.stop else ""
     print(f"{report.task or Path(args.events).stem}: {report.outcome}{where}; score {report.score:.3f}; "
           f"settled {len(report.settled)}/{len(report.settled) + len(report.unsettled)}; report {json_path}")
+    if gap is not None:
+        raise OutputError(
+            f"the audit log {out / AUDIT_LOG} misses every record from record {gap.from_record} on ({gap.reason}); "
+            "the report says so; free some space and evaluate again"
+        )
     return 0
 
 
@@ -220,19 +247,75 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+EXIT_INTERRUPTED = 130
+EXIT_BROKEN_PIPE = 141  # as a shell reports a process ended by SIGPIPE
+
+
+class _StdoutError(Exception):
+    """Writing standard output failed (a full disk, a closed pipe)."""
+
+    def __init__(self, error: OSError) -> None:
+        super().__init__(error.strerror or str(error))
+        self.error = error
+
+
+class _Stdout:
+    """Standard output whose write failures are told apart from every other I/O error."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    def write(self, text: str) -> int:
+        try:
+            return int(self._inner.write(text))
+        except OSError as exc:
+            raise _StdoutError(exc) from None
+
+    def flush(self) -> None:
+        try:
+            self._inner.flush()
+        except OSError as exc:
+            raise _StdoutError(exc) from None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+def _detach_stdout() -> None:
+    """Point standard output at /dev/null so that the interpreter's last flush cannot fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, io.UnsupportedOperation):
+        pass  # not a real file (a test's capture): nothing will flush it at exit
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dynsteer`` console script."""
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_logging(args.verbose)
+    real_stdout = sys.stdout
+    sys.stdout = _Stdout(real_stdout)
     try:
         code: int = args.func(args)
+        sys.stdout.flush()
     except DynsteerError as exc:
         print(f"dynsteer: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print("dynsteer: interrupted; files written so far are kept", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except _StdoutError as exc:
+        sys.stdout = real_stdout
+        _detach_stdout()
+        if exc.error.errno == errno.EPIPE:
+            return EXIT_BROKEN_PIPE  # the reader stopped early (| head): end quietly, as other tools do
+        print(f"dynsteer: error: standard output cannot be written ({exc}); redirect it to a writable place", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        sys.stdout = real_stdout
     return code
 
 

@@ -34,6 +34,10 @@ class ConfigError(DynsteerError):
     """A configuration value is out of range or inconsistent."""
 
 
+class OutputError(DynsteerError):
+    """An output file or folder cannot be written (a file in the way, no permission, a full disk)."""
+
+
 class ScenarioError(DynsteerError):
     """A scenario, script or runner input is unknown or malformed."""
 

@@ -30,6 +30,7 @@ from dynsteer_hook.audit import (
     TierUse,
     TraceFaultRecord,
     Window,
+    conclude,
 )
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Milestone, Minefield
 from dynsteer_hook.catalog import ArgIssue, ToolCatalog
@@ -245,11 +246,15 @@ class Evaluator:
             self._on_closed(action)
         return action or flushed
 
-    def finish(self) -> Report:
+    def finish(self, *, crash: str | None = None, interrupted: bool = False) -> Report:
         """The report of the run so far (call once the rollout has ended).
 
         Calls still waiting for a result are closed unanswered and evaluated (without the
         stop rules: the run is over); they stay listed in ``pending_calls``.
+
+        Args:
+            crash: Why the rollout crashed, when it did (the outcome is then ``crashed``).
+            interrupted: The rollout was stopped by Ctrl-C (the outcome is then ``interrupted``).
         """
         cfg = self.config
         if self._left_pending is None:
@@ -290,9 +295,11 @@ class Evaluator:
             blueprint=self._blueprint_summary(),
             config=cfg.to_dict(),
         )
+        report = conclude(report, crash=crash, interrupted=interrupted)
         if not self._ended:  # finish() may be called again; the log gets one end record
             self._ended = True
-            self._emit({"type": "end", "outcome": outcome, "score": report.score, "k": report.k, "t": report.t})
+            self._emit({"type": "end", "outcome": report.outcome, "score": report.score, "k": report.k, "t": report.t}
+                       | ({"crash": crash} if crash else {}))
         return report
 
     # -- raw clock -----------------------------------------------------------------

@@ -149,7 +149,7 @@ def test_report_path_is_a_file(files: dict[str, Path], capsys: pytest.CaptureFix
     files["report"].write_text("keep me", encoding="utf-8")
     assert evaluate(files) == EXIT_USAGE
     msg = one_sentence_error(capsys.readouterr().err)
-    assert msg == f"report directory {files['report']} is a file; pass a directory path with --report"
+    assert msg == f"--report {files['report']} is a file, not a directory; pass a writable directory path with --report"
     assert files["report"].read_text(encoding="utf-8") == "keep me"
 
 
@@ -159,7 +159,7 @@ def test_report_path_under_a_file(files: dict[str, Path], capsys: pytest.Capture
     files["report"] = files["report"] / "sub"
     assert evaluate(files) == EXIT_USAGE
     msg = one_sentence_error(capsys.readouterr().err)
-    assert msg.startswith(f"report directory {files['report']} cannot be created") and msg.endswith("with --report")
+    assert msg.startswith(f"--report {files['report']} cannot be created") and msg.endswith("with --report")
 
 
 @pytest.mark.parametrize(

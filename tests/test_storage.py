@@ -58,8 +58,8 @@ def test_missing_blueprint_file(tmp_path: Path) -> None:
 
 
 def test_blueprint_path_is_a_directory(tmp_path: Path) -> None:
-    """A directory where a blueprint file is expected cannot be read, and says so."""
-    with pytest.raises(BlueprintError, match="cannot be read"):
+    """A directory where a blueprint file is expected is named as a directory."""
+    with pytest.raises(BlueprintError, match="is a directory, not a file"):
         load_blueprint(tmp_path)
 
 

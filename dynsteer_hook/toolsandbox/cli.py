@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from dynsteer_hook.errors import DynsteerError
+from dynsteer_hook.errors import DynsteerError, OutputError
+
+EXIT_INTERRUPTED = 130
 
 
 def add_run_parser(sub: Any) -> None:
@@ -32,6 +35,8 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json")
     run.add_argument("--script", type=Path, default=None, help="script file for the Scripted agent/user")
     run.add_argument("--no-events", action="store_true", help="do not write dynsteer_events.jsonl per scenario")
+    run.add_argument("--allow-stale-blueprints", action="store_true",
+                     help="play blueprints compiled from another version of the scenario's public view (reported as stale)")
     _add_role_model_flags(run, "agent", 0.0)
     _add_role_model_flags(run, "user", 0.7)
     add_config_flags(run)
@@ -71,29 +76,61 @@ def add_run_parser(sub: Any) -> None:
 
 
 def _verdict(result: dict[str, Any]) -> str:
+    from dynsteer_hook.toolsandbox.runner import crash_reason
+    from dynsteer_hook.toolsandbox.summaries import IN_FLIGHT
+
     d = result.get("dynsteer") or {}
-    if result.get("exception_type"):
-        last = (result.get("traceback") or "").strip().splitlines()[-1:]
-        head = f"crashed ({last[0] if last else result['exception_type']})"
+    if result.get("interrupted"):
+        where = f" at k={d['k']}, t={d['t']}" if d else ""
+        head = "interrupted" + (where if result["interrupted"] == IN_FLIGHT else " before it started")
+    elif result.get("exception_type"):
+        head = f"crashed ({crash_reason(result)})"
     elif d.get("halted"):
         s = d["stop"]
         head = f"HALTED {s['reason']} at k={s['k']}, t={s['t']} (anchor {s['anchor']}, {s['dimension']})"
     else:
         head = f"{d.get('outcome', 'played')}: settled {len(d.get('settled', []))}/{len(d.get('settled', [])) + len(d.get('unsettled', []))}"
     score = f"dynsteer {d['score']:.3f}, " if "score" in d else ""
-    return f"{head}; {score}ToolSandbox similarity {float(result['similarity']):.3f}"
+    similarity = f"ToolSandbox similarity {float(result['similarity']):.3f}" if "similarity" in result else "not evaluated by ToolSandbox"
+    notes = [note for flag, note in ((d.get("blueprint_stale"), "stale blueprint"), (d.get("incomplete_logs"), "logs incomplete"),
+                                     (d and not d.get("report_written", True), "report not written")) if flag]
+    return f"{head}; {score}{similarity}" + (f" [{', '.join(notes)}]" if notes else "")
+
+
+def _finish(results: list[dict[str, Any]], out: Path) -> int:
+    """Print a verdict per scenario; an interrupted or faulty run ends in one sentence on stderr."""
+    from dynsteer_hook.toolsandbox.summaries import IN_FLIGHT, NOT_STARTED, interruption
+
+    for r in sorted(results, key=lambda r: r["name"]):
+        print(f"{r['name']}: {_verdict(r)}")
+    sys.stdout.flush()
+    stopped = interruption(results)
+    if stopped is not None:
+        print(f"dynsteer: interrupted: {stopped['finished']} scenario(s) finished, {len(stopped[IN_FLIGHT])} stopped while playing "
+              f"(reports marked interrupted), {len(stopped[NOT_STARTED])} not started; summaries in {out}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    faulty = [r["name"] for r in results if (r.get("dynsteer") or {}).get("incomplete_logs") or not (r.get("dynsteer") or {}).get("report_written", True)]
+    if faulty:
+        first = next(r["dynsteer"] for r in results if r["name"] == faulty[0])
+        why = first["report_error"] or first["incomplete_logs"][0]["reason"]
+        raise OutputError(f"{len(faulty)} scenario(s) could not write all their files ({why}), e.g. {faulty[0]}; "
+                          "their results and reports say what is missing; free some space and run them again")
+    return 0
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from dynsteer_hook.cli import config_from_args, judges_from_args
+    from dynsteer_hook.outputs import check_output_dir, claim_new_dir
+    from dynsteer_hook.toolsandbox.preflight import check_blueprint_dir, check_script
     from dynsteer_hook.toolsandbox.runner import (
         TEST_SCENARIO_NAMES,
         RunOptions,
+        check_run,
         load_scenarios,
         output_directory_for,
         run_scenarios,
-        scenario_counts,
     )
+    from dynsteer_hook.toolsandbox.summaries import scenario_counts
 
     if args.parallel < 1:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
@@ -111,18 +148,25 @@ def _cmd_run(args: argparse.Namespace) -> int:
         write_events=not args.no_events,
         agent_model=agent_model,
         user_model=user_model,
+        allow_stale=args.allow_stale_blueprints,
     )
+    # What can be checked without ToolSandbox's scenarios is checked before they load (seconds).
+    check_output_dir(args.output_dir, "-o/--output_dir")
+    check_script(options.agent, options.user, options.script)
+    if options.evaluator == "dynsteer":
+        check_blueprint_dir(options.blueprint_dir)
     names = TEST_SCENARIO_NAMES if args.test_mode else args.scenarios
     scenarios = load_scenarios(names, args.preferred_tool_backend)
-    out = output_directory_for(args.output_dir, options)
+    checked = check_run(scenarios, options)
+    out = claim_new_dir(output_directory_for(args.output_dir, options), "-o/--output_dir")
     print(f"Storing outputs to '{out}'.")
+    if checked.stale:
+        print(f"warning: {len(checked.stale)} stale blueprint(s) played (--allow-stale-blueprints), compiled from another "
+              f"version of the public view: {', '.join(sorted(checked.stale))}")
     categories, tools = scenario_counts(scenarios)
     print("Number of test cases per category:", json.dumps(dict(categories.most_common()), indent=4, ensure_ascii=False))
     print("Number of test cases per necessary tool name:", json.dumps(dict(tools.most_common()), indent=4, ensure_ascii=False))
-    results = run_scenarios(scenarios, options, out, args.parallel)
-    for r in sorted(results, key=lambda r: r["name"]):
-        print(f"{r['name']}: {_verdict(r)}")
-    return 0
+    return _finish(run_scenarios(scenarios, options, out, args.parallel, checked=True), out)
 
 
 def _add_role_model_flags(run: argparse.ArgumentParser, role: str, temperature: float) -> None:
@@ -163,23 +207,35 @@ def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any
 def _cmd_demo(args: argparse.Namespace) -> int:
     from importlib.resources import files
 
-    from dynsteer_hook.toolsandbox.runner import RunOptions, load_scenarios, run_scenarios
+    from dynsteer_hook.outputs import check_output_dir, claim_new_dir
+    from dynsteer_hook.toolsandbox.runner import RunOptions, check_run, load_scenarios, run_scenarios, timestamp
     from dynsteer_hook.toolsandbox.scripted import load_script
+    from dynsteer_hook.toolsandbox.summaries import interruption
 
+    check_output_dir(args.output_dir, "-o/--output_dir")
     scripts = sorted((p for p in files("dynsteer_hook.data").joinpath("scripts").iterdir() if p.name.endswith(".json")), key=lambda p: p.name)
     plan = [(Path(str(p)), list(load_script(Path(str(p))))) for p in scripts]
     names = sorted({n for _, ns in plan for n in ns})
     scenarios = load_scenarios(names)
-    base = args.output_dir
-    print(f"dynsteer demo: {len(names)} ToolSandbox scenarios, {len(plan)} scripted agents, evaluator dynsteer (Tier 1 rules)")
-    for path, ns in plan:
+    runs = [(path, {n: scenarios[n] for n in ns}, RunOptions(agent="Scripted", user="Scripted", evaluator="dynsteer", script=path))
+            for path, ns in plan]
+    for _, chosen, options in runs:
+        check_run(chosen, options)
+    # A folder of its own per demo, so a re-run (or a killed one) never mixes its files with another's.
+    base = claim_new_dir(args.output_dir / f"demo_{timestamp()}", "-o/--output_dir")
+    print(f"dynsteer demo: {len(names)} ToolSandbox scenarios, {len(plan)} scripted agents, evaluator dynsteer (Tier 1 rules); outputs in {base}")
+    for path, chosen, options in runs:
         label = path.stem
-        out = base / f"demo_{label}"
-        options = RunOptions(agent="Scripted", user="Scripted", evaluator="dynsteer", script=path)
-        results = run_scenarios({n: scenarios[n] for n in ns}, options, out, args.parallel)
+        out = base / label
+        results = run_scenarios(chosen, options, out, args.parallel, checked=True)
         print(f"\n[{label}] reports under {out}/trajectories/<scenario>/dynsteer_report.md, summary {out}/dynsteer_summary.json")
         for r in sorted(results, key=lambda r: r["name"]):
             print(f"  {r['name']}: {_verdict(r)}")
+        stopped = interruption(results)
+        if stopped is not None:
+            print(f"dynsteer: interrupted during the {label} agent; its summaries and every report written so far are in {out}",
+                  file=sys.stderr)
+            return EXIT_INTERRUPTED
     return 0
 
 
@@ -193,6 +249,7 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
+    from dynsteer_hook.outputs import check_output_dir, create_dir, reason
     from dynsteer_hook.toolsandbox.blueprint_eval import evaluate_scenarios, render_table, summarize_by_category, write_outputs
     from dynsteer_hook.toolsandbox.runner import load_scenarios
 
@@ -200,6 +257,7 @@ def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
         raise DynsteerError(f"-n/--candidates {args.candidates} must be at least 1")
     if args.blueprints is not None and not args.blueprints.is_dir():
         raise DynsteerError(f"--blueprints {args.blueprints} is not a directory; pass the folder holding <scenario>.json files")
+    check_output_dir(args.out, "-o/--out", ("blueprint_eval.csv", "blueprint_eval.json"))
     scenarios = load_scenarios(None, args.preferred_tool_backend)
     unknown = sorted(set(args.scenarios or ()) - set(scenarios))
     if unknown:
@@ -220,6 +278,9 @@ def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
         "source": str(args.blueprints) if args.blueprints else "deterministic generator (compiled now)",
         "candidates": args.candidates, "ged_timeout_s": args.ged_timeout, "scenarios": len(scores), "stale_blueprints": stale,
     }
-    csv_path, json_path = write_outputs(args.out, summary, scores, settings)
+    try:
+        csv_path, json_path = write_outputs(create_dir(args.out, "-o/--out"), summary, scores, settings)
+    except OSError as exc:
+        raise OutputError(f"the results cannot be written to {args.out} ({reason(exc)}); free some space or pass another -o/--out") from None
     print(f"wrote {csv_path} and {json_path}")
     return 0

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from dynsteer_hook.compile_store import CompileOutcome, compile_to_file
 from dynsteer_hook.compiler import DEFAULT_CANDIDATES, CandidateSource
-from dynsteer_hook.errors import DynsteerError, ScenarioError
+from dynsteer_hook.errors import DynsteerError, OutputError, ScenarioError
 from dynsteer_hook.task_view import TaskView
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
@@ -107,12 +107,9 @@ def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | Non
 
 
 def _read_view(path: Path) -> TaskView:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError(f"view file {path} does not exist; pass a TaskView JSON file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(f"view file {path} cannot be read ({exc}); check its permissions and encoding") from None
+    from dynsteer_hook.storage import load_json_input
+
+    text, _ = load_json_input(path, "view file", "pass a TaskView JSON file", ScenarioError)
     try:
         view = TaskView.model_validate_json(text)
     except ValidationError as exc:
@@ -159,10 +156,11 @@ def describe(outcome: CompileOutcome, *, cost_note: str = "") -> str:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     """Run ``dynsteer compile``."""
+    from dynsteer_hook.outputs import check_output_dir, reason
+
     sources, model = _sources(args)
     out: Path = args.out if args.out is not None else _default_out()
-    if out.exists() and not out.is_dir():
-        raise DynsteerError(f"--out {out} is a file; pass a directory for the blueprints")
+    check_output_dir(out, "-o/--out", [f"{n}.json" for n in args.scenarios or ()])
     cost_note = ""
     if model:
         from dynsteer_hook.llm import price_known
@@ -174,9 +172,15 @@ def cmd_compile(args: argparse.Namespace) -> int:
     failed: list[CompileOutcome] = []
     counts = {"compiled": 0, "up-to-date": 0, "failed": 0}
     start = time.perf_counter()
-    for view in _views(args):
-        outcome = compile_to_file(view, out / f"{view.task}.json", sources=sources, n=args.candidates,
-                                  min_valid=args.min_valid, force=args.force)
+    views = list(_views(args))  # every view is read and every target checked before the first is compiled
+    check_output_dir(out, "-o/--out", [f"{v.task}.json" for v in views])
+    for view in views:
+        try:
+            outcome = compile_to_file(view, out / f"{view.task}.json", sources=sources, n=args.candidates,
+                                      min_valid=args.min_valid, force=args.force)
+        except OSError as exc:
+            raise OutputError(f"the blueprint {out / f'{view.task}.json'} cannot be written ({reason(exc)}); the blueprints "
+                              "compiled before it are kept; free some space or pass another -o/--out") from None
         counts[outcome.status] += 1
         print(describe(outcome, cost_note=cost_note), flush=True)
         if outcome.status == "failed":

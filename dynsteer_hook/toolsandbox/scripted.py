@@ -9,13 +9,13 @@ conversation with ToolSandbox's ``end_conversation`` tool.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.storage import load_json_input
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import gate, offered_tools
 
@@ -62,15 +62,10 @@ def load_script(path: str | Path) -> dict[str, ScenarioScript]:
     """Read a script file (scenario name -> script).
 
     Raises:
-        ScenarioError: Missing, not JSON, or malformed (one sentence naming the scenario).
+        ScenarioError: Missing, unreadable, not JSON, or malformed (one sentence naming the file or the scenario).
     """
     p = Path(path)
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ScenarioError(f"script file {p} does not exist; pass --script with a JSON file") from None
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(f"script file {p} is not valid JSON ({exc.msg} at line {exc.lineno}); fix the file") from None
+    _, data = load_json_input(p, "script file", "pass --script with a JSON file", ScenarioError)
     if not isinstance(data, dict):
         raise ScenarioError(f"script file {p} must map scenario names to scripts, found {type(data).__name__}")
     scripts: dict[str, ScenarioScript] = {}
