@@ -119,7 +119,12 @@ def load_valid_blueprint(path: str | Path) -> Blueprint:
     bp = load_blueprint(path)
     violations = validate_blueprint(bp, None, bp.task or "blueprint")
     if violations:
-        raise BlueprintError(f"blueprint file {path} is not valid: {violations[0]}; fix it before evaluating (dynsteer validate shows every problem)")
+        v = violations[0]
+        where = f" at {v.node!r}" if v.node else ""
+        raise BlueprintError(
+            f"blueprint file {path} is not valid ({v.rule}{where}: {v.message}); fix it or recompile it with dynsteer compile "
+            "(dynsteer validate lists every problem)"
+        )
     return bp
 
 

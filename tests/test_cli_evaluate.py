@@ -116,7 +116,7 @@ def test_blueprint_breaking_a_contract(files: dict[str, Path], capsys: pytest.Ca
     doc["edges"].append({"source": "c", "target": "a"})
     files["bp"].write_text(json.dumps(doc), encoding="utf-8")
     assert evaluate(files) == EXIT_USAGE
-    assert "rule acyclic: precedence cycle" in one_sentence_error(capsys.readouterr().err)
+    assert "is not valid (acyclic at " in one_sentence_error(capsys.readouterr().err)
 
 
 def test_event_file_with_malformed_line(files: dict[str, Path], capsys: pytest.CaptureFixture[str]) -> None:
@@ -221,7 +221,7 @@ def test_evaluate_refuses_a_blueprint_without_milestones(files: dict[str, Path],
     files["bp"].write_text("{}", encoding="utf-8")
     assert evaluate(files) == EXIT_USAGE
     message = one_sentence_error(capsys.readouterr().err)
-    assert "rule non-empty: the blueprint has no milestones, so any run would count as complete" in message
+    assert "is not valid (non-empty: the blueprint has no milestones, so any run would count as complete" in message
     assert not (files["report"] / REPORT_JSON).exists()
 
 
