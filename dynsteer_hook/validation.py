@@ -1,8 +1,8 @@
 """Contract validation of a candidate graph (paper eq. 2).
 
-Valid(G_c) = SchemaCheck(M_c, A) and Acyclic(E_c) and BindingConsistency(K_c). Every
-violation names the candidate, the node and the rule, so a pruned candidate can be
-audited.
+Valid(G_c) = SchemaCheck(M_c, A) and Acyclic(E_c) and BindingConsistency(K_c), plus one
+rule of this implementation: every ``regex`` operand compiles on RE2. Every violation
+names the candidate, the node and the rule, so a pruned candidate can be audited.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import networkx as nx
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, reference_errors
 from dynsteer_hook.catalog import ToolCatalog, type_fits
 from dynsteer_hook.graph import find_cycle, milestone_graph
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.predicates import ArgPredicate, regex_error
 
 _VALUE_TYPED_OPS = {"eq", "ne"}
 _NUMERIC_OPS = {"gt", "ge", "lt", "le"}
@@ -78,6 +78,28 @@ def schema_violations(bp: Blueprint, catalog: ToolCatalog, candidate: str) -> li
     return out
 
 
+def pattern_violations(bp: Blueprint, candidate: str) -> list[ContractViolation]:
+    """Every ``regex`` operand compiles on RE2, the linear-time engine the predicates run on."""
+    owners: list[tuple[str, str, tuple[ArgPredicate, ...]]] = []
+    for m in bp.milestones:
+        owners.append(("milestone", m.id, m.args))
+        if m.state is not None:
+            owners.append(("milestone state", m.id, m.state.where))
+    owners += [("minefield", f.id, f.args) for f in bp.minefields]
+    out: list[ContractViolation] = []
+    for kind, node, preds in owners:
+        for p in preds:
+            reason = regex_error(p.value) if p.op == "regex" else None
+            if reason is not None:
+                shown = repr(p.value) if len(repr(p.value)) <= 80 else repr(p.value)[:77] + "..."
+                out.append(ContractViolation(
+                    candidate, node, "regex",
+                    f"the {kind} predicate on {p.arg!r} has the pattern {shown}, which RE2 cannot run ({reason}); "
+                    "write it in RE2 syntax, without backreferences or lookarounds",
+                ))
+    return out
+
+
 def binding_violations(bp: Blueprint, g: nx.DiGraph, candidate: str) -> list[ContractViolation]:
     """BindingConsistency(K_c): each consumed binding is produced by a strict ancestor."""
     out: list[ContractViolation] = []
@@ -113,6 +135,7 @@ def validate_blueprint(bp: Blueprint, catalog: ToolCatalog | None = None, candid
     cat = catalog if catalog is not None and len(catalog) else ToolCatalog(bp.catalog)
     if len(cat):
         out.extend(schema_violations(bp, cat, candidate))
+    out.extend(pattern_violations(bp, candidate))
     if cycle is None:
         out.extend(binding_violations(bp, g, candidate))
     return out
