@@ -13,6 +13,7 @@ import networkx as nx
 
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, reference_errors
 from dynsteer_hook.catalog import ToolCatalog, type_fits
+from dynsteer_hook.dominators import DominatorTree
 from dynsteer_hook.graph import find_cycle, milestone_graph
 from dynsteer_hook.predicates import ArgPredicate, regex_error
 
@@ -103,10 +104,17 @@ def pattern_violations(bp: Blueprint, candidate: str) -> list[ContractViolation]
 def binding_violations(bp: Blueprint, g: nx.DiGraph, candidate: str) -> list[ContractViolation]:
     """BindingConsistency(K_c): each consumed binding is produced by a strict ancestor."""
     out: list[ContractViolation] = []
+    # One path search per binding is quadratic on a long chain with many bindings; the
+    # dominator index answers in near-constant time (it needs a DAG: cycles are reported apart).
+    try:
+        index = DominatorTree(list(g.nodes), list(g.edges)) if bp.bindings else None
+    except ValueError:
+        index = None
     for b in bp.bindings:
         if b.producer not in g or b.consumer not in g:
             continue  # reported as a reference error
-        if b.producer == b.consumer or not nx.has_path(g, b.producer, b.consumer):
+        reaches = index.reaches(b.producer, b.consumer) if index is not None else nx.has_path(g, b.producer, b.consumer)
+        if b.producer == b.consumer or not reaches:
             out.append(
                 ContractViolation(
                     candidate, b.consumer, "binding",

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dynsteer_hook.grounding import TextGrounding
+from dynsteer_hook import grounding
+from dynsteer_hook.grounding import TextGrounding, _forms
 
 
 def corpus(*texts: str) -> TextGrounding:
@@ -46,3 +47,60 @@ def test_upto_limits_the_search_to_earlier_texts() -> None:
     """seen(value, upto=n) only searches the first n texts: what the agent had seen at that point."""
     g = corpus("first", "second secret")
     assert not g.seen("secret", upto=1) and g.seen("secret", upto=2) and g.seen("secret")
+
+
+def _naive_seen(texts: list[str], value: object, upto: int) -> bool:
+    """The simple definition: scan the first ``upto`` texts for each form, then for its digits."""
+    import re
+
+    folded = [t.casefold() for t in texts[:upto]]
+    digits = ["".join(re.findall(r"\d", t)) for t in folded]
+    for form in _forms(value):
+        if any(form in t for t in folded):
+            return True
+        d = "".join(re.findall(r"\d", form))
+        if len(d) >= 7 and len(d) >= len(form) - 6 and any(d in x for x in digits):
+            return True
+    return False
+
+
+WORDS = ["ann", "Ann Lee", "+1 (245) 334-4098", "12453344098", "c-123", "x\x00y", "\x00", "a", "ab", "ba", "42", "3.5", "zz"]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_search_answers_as_a_scan_of_every_text(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Packed chunks, newest-first search and remembered answers give the scan's answer for every value and
+    position, including separators inside texts and values, and matches near chunk edges."""
+    import random
+
+    monkeypatch.setattr(grounding, "_CHUNK_TEXTS", random.Random(seed).choice([1, 2, 3, 7]))
+    monkeypatch.setattr(grounding, "_CHUNK_CHARS", random.Random(seed).choice([4, 16, 1 << 16]))
+    rng = random.Random(seed)
+    g = TextGrounding()
+    texts: list[str] = []
+    for _ in range(60):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(0, 3)))
+        g.add(text)
+        texts.append(text)
+        for _ in range(4):
+            value = rng.choice([*WORDS, "ann lee +1", "y a", "nothing", 42, 3.5, 2453344098, ["ann"], "\x00y"])
+            upto = rng.randint(0, len(texts) + 1)
+            assert g.seen(value, upto) is _naive_seen(texts, value, upto), (value, upto)
+            assert g.seen(value) is _naive_seen(texts, value, len(texts)), value
+
+
+def test_a_value_never_shown_is_answered_again_without_rescanning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Asking about the same absent value twice searches only the text recorded in between."""
+    g = corpus(*[f"record {i}" for i in range(1000)])
+    assert not g.seen("absent-value")
+    searched: list[tuple[int, int]] = []
+    original = grounding._Corpus._find_last
+
+    def spy(self: grounding._Corpus, needle: str, lo: int, hi: int) -> int | None:
+        searched.append((lo, hi))
+        return original(self, needle, lo, hi)
+
+    monkeypatch.setattr(grounding._Corpus, "_find_last", spy)
+    g.add("a new record")
+    assert not g.seen("absent-value")
+    assert searched == [(1000, 1001)]
