@@ -89,6 +89,9 @@ def _extract(result: Any, path: str) -> list[Any]:
     return flat
 
 
+_STEP_FIELDS = dataclasses.fields(StepRecord)
+
+
 def _signature(tool: str, args: Mapping[str, Any]) -> bytes:
     """A fixed-size fingerprint of a call, to spot exact repeats without keeping every call's text."""
     text = tool + "\x00" + json.dumps(args, sort_keys=True, default=str)
@@ -393,7 +396,7 @@ class Evaluator:
         )
         record = self._step_record(step)
         self._log.append(step, record)
-        self._emit({"type": "step", **dataclasses.asdict(record)})
+        self._emit({"type": "step", **{f.name: getattr(record, f.name) for f in _STEP_FIELDS}})
 
         for c in facts:
             if c.structural:
