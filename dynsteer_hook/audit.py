@@ -124,8 +124,8 @@ class JudgeUsage(_Model):
 class Report(_Model):
     """The audit report of one evaluated run.
 
-    What grows with the run: ``steps`` holds one small record per closed action (about
-    400 bytes in memory, 150 in the JSON file); ``stages`` one record per settled milestone,
+    What grows with the run: ``steps`` holds one small record per closed action (a few
+    hundred bytes in memory and in the JSON file); ``stages`` one record per settled milestone,
     whose ``window.steps`` lists the closed actions the judges saw, so a stage whose window
     spans a long stretch of the run lists all of it. Everything else is bounded by the
     blueprint.
