@@ -6,6 +6,14 @@ every recorded text per question made a long trace quadratic; here the texts are
 into large strings searched at C speed, newest first (agents mostly reuse what they were
 just shown), and each value's answer is remembered as a known occurrence and a prefix
 known to be clean, so asking again only searches text recorded since.
+
+A value never shown would still cost a scan of everything, and an agent can send a fresh
+number on every call. Identifiers and phone numbers carry digits, so a bitmap of every run
+of seven digits ever recorded answers most of those at once: if the value's digits hold a
+run the bitmap lacks, neither the digits nor the text can contain the value (a text that
+contains the value contains its digits, in order, with no other digit between them).
+Other values never shown (a fresh name) still cost one scan of the text recorded since
+they were last asked about.
 """
 
 from __future__ import annotations
@@ -22,6 +30,39 @@ _CHUNK_CHARS = 1 << 16
 _CHUNK_TEXTS = 256
 _MEMO_LIMIT = 1 << 16
 _MEMO_NEEDLE = 4096
+_GRAM = 7  # digits per run in the bitmap: 10**7 bits, 1.25 MB
+
+
+class _DigitRuns:
+    """Which runs of ``_GRAM`` consecutive digits occur in any recorded digit text."""
+
+    __slots__ = ("_bits",)
+
+    def __init__(self) -> None:
+        self._bits: bytearray | None = None  # allocated with the first long enough digit text
+
+    def add(self, digits: str) -> None:
+        if len(digits) < _GRAM:
+            return
+        if self._bits is None:
+            self._bits = bytearray(10**_GRAM // 8 + 1)
+        bits = self._bits
+        for i in range(len(digits) - _GRAM + 1):
+            run = int(digits[i : i + _GRAM])
+            bits[run >> 3] |= 1 << (run & 7)
+
+    def lacks_some(self, digits: str) -> bool:
+        """Whether ``digits`` holds a run no recorded text has (so no recorded text contains it)."""
+        if len(digits) < _GRAM:
+            return False
+        bits = self._bits
+        if bits is None:
+            return True
+        for i in range(len(digits) - _GRAM + 1):
+            run = int(digits[i : i + _GRAM])
+            if not bits[run >> 3] & (1 << (run & 7)):
+                return True
+        return False
 
 
 def _forms(value: Any) -> list[str]:
@@ -133,17 +174,20 @@ class _Corpus:
 class TextGrounding:
     """An append-only corpus of user, system and tool-result text, searched case-insensitively."""
 
-    __slots__ = ("_digits", "_text")
+    __slots__ = ("_digits", "_runs", "_text")
 
     def __init__(self) -> None:
         self._text = _Corpus()
         self._digits = _Corpus()
+        self._runs = _DigitRuns()
 
     def add(self, text: str) -> None:
         """Record text the agent has been shown."""
         folded = text.casefold()
+        digits = _NON_DIGITS.sub("", folded)
         self._text.add(folded)
-        self._digits.add(_NON_DIGITS.sub("", folded))
+        self._digits.add(digits)
+        self._runs.add(digits)
 
     def add_value(self, value: Any) -> None:
         """Record a tool result (any JSON-able value)."""
@@ -167,6 +211,8 @@ class TextGrounding:
             # The digit test first: a reformatted phone number is a miss in the text, and a
             # miss costs a scan of the text recorded since the value was last asked about.
             digits = "".join(_DIGITS.findall(form))
+            if self._runs.lacks_some(digits):
+                continue
             if len(digits) >= 7 and len(digits) >= len(form) - 6 and self._digits.contains(digits, limit):
                 return True
             if self._text.contains(form, limit):

@@ -64,7 +64,8 @@ def _naive_seen(texts: list[str], value: object, upto: int) -> bool:
     return False
 
 
-WORDS = ["ann", "Ann Lee", "+1 (245) 334-4098", "12453344098", "c-123", "x\x00y", "\x00", "a", "ab", "ba", "42", "3.5", "zz"]
+WORDS = ["ann", "Ann Lee", "+1 (245) 334-4098", "12453344098", "c-123", "x\x00y", "\x00", "a", "ab", "ba", "42", "3.5", "zz",
+         "id 24533440", "1234567", "\u0661\u0662\u0663\u0664\u0665\u0666\u0667"]
 
 
 @pytest.mark.parametrize("seed", range(12))
@@ -83,7 +84,8 @@ def test_search_answers_as_a_scan_of_every_text(seed: int, monkeypatch: pytest.M
         g.add(text)
         texts.append(text)
         for _ in range(4):
-            value = rng.choice([*WORDS, "ann lee +1", "y a", "nothing", 42, 3.5, 2453344098, ["ann"], "\x00y"])
+            value = rng.choice([*WORDS, "ann lee +1", "y a", "nothing", 42, 3.5, 2453344098, ["ann"], "\x00y",
+                                "+1 245 334 4099", "ref 3344098", "x12453344098x", "9" * 12])
             upto = rng.randint(0, len(texts) + 1)
             assert g.seen(value, upto) is _naive_seen(texts, value, upto), (value, upto)
             assert g.seen(value) is _naive_seen(texts, value, len(texts)), value
@@ -104,3 +106,16 @@ def test_a_value_never_shown_is_answered_again_without_rescanning(monkeypatch: p
     g.add("a new record")
     assert not g.seen("absent-value")
     assert searched == [(1000, 1001)]
+
+
+def test_a_fresh_number_is_known_absent_without_a_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A value whose seven-digit runs were never recorded is answered from the digit bitmap, with no text search."""
+    g = corpus(*[f"contact {i}: +1 (415) 555-{i:04d}" for i in range(500)])
+    monkeypatch.setattr(grounding._Corpus, "_find_last", lambda *a: pytest.fail("searched the text"))
+    assert not g.seen("+19990001234") and not g.seen("id-77777777")
+
+
+def test_the_digit_bitmap_never_hides_a_value_that_was_shown() -> None:
+    """Digits that run across formatting still ground the value through the digit corpus."""
+    g = corpus("call +1 (999) 000-1234 now", "ref\u0661\u0662\u0663\u0664\u0665\u0666\u0667")
+    assert g.seen("+19990001234") and g.seen("+1 (999) 000-1234") and g.seen("\u0661\u0662\u0663\u0664\u0665\u0666\u0667")

@@ -313,6 +313,10 @@ def long_run(case: str) -> dict[str, Any]:
     elif case == "events-20000-sends-to-strangers":  # each send names a number never shown: a warning each, no halt
         bp = _blueprint(1, [], (_NEVER_SHOWN.model_copy(update={"fatal": False}),))
         events = [e for i in range(10_000) for e in (ToolCall(f"s{i}", "send", {"to": f"+1999{i:07d}"}), ToolResult(f"s{i}", "ok"))]
+    elif case == "events-60000-strangers-bulky-results":  # as above, with 200-byte results: the corpus grows with the run
+        bp = _blueprint(1, [], (_NEVER_SHOWN.model_copy(update={"fatal": False}),))
+        pad = "delivery receipt " * 12
+        events = [e for i in range(30_000) for e in (ToolCall(f"s{i}", "send", {"to": f"+1999{i:07d}"}), ToolResult(f"s{i}", f"{pad}{i}"))]
     else:
         raise ValueError(case)
     ev = Evaluator(bp, PATIENT)
@@ -333,6 +337,7 @@ LONG_RUNS = [
     ("diamonds-3001-settled", {"outcome": "completed", "halted": None, "settled": 3_001, "k": 6_002, "t": 3_001}),
     ("events-60000-grounded-sends", {"outcome": "completed", "halted": None, "settled": 20, "k": 60_040, "t": 30_020}),
     ("events-20000-sends-to-strangers", {"outcome": "incomplete", "halted": None, "settled": 0, "k": 20_000, "t": 10_000}),
+    ("events-60000-strangers-bulky-results", {"outcome": "incomplete", "halted": None, "settled": 0, "k": 60_000, "t": 30_000}),
 ]
 
 
