@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.dataclasses import dataclass
 
 from dynsteer_hook.untrusted import for_markdown as md
 
@@ -95,8 +96,13 @@ class FirstError(_Model):
     detail: str
 
 
-class StepRecord(_Model):
-    """One closed action, summarised."""
+@dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))
+class StepRecord:
+    """One closed action, summarised.
+
+    A pydantic dataclass with slots, not a model: a report keeps one per closed action,
+    and a model instance takes about three times the memory.
+    """
 
     t: int
     k_start: int
@@ -138,7 +144,14 @@ class IncompleteLog(_Model):
 
 
 class Report(_Model):
-    """The audit report of one evaluated run."""
+    """The audit report of one evaluated run.
+
+    What grows with the run: ``steps`` holds one small record per closed action (a few
+    hundred bytes in memory and in the JSON file); ``stages`` one record per settled milestone,
+    whose ``window.steps`` lists the closed actions the judges saw, so a stage whose window
+    spans a long stretch of the run lists all of it. Everything else is bounded by the
+    blueprint.
+    """
 
     format: Literal["dynsteer-report"] = "dynsteer-report"
     version: Literal[1] = 1

@@ -77,7 +77,7 @@ def add_judge_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--judge-model", default=None, help="litellm model string, e.g. openai/gpt-4o-mini; enables tiers 2 and 3")
     g.add_argument("--judge-api-base", default=None, help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)")
     g.add_argument("--judge-api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
-    g.add_argument("--judge-timeout", type=float, default=60.0, help="seconds per judge call")
+    g.add_argument("--judge-timeout", type=float, default=60.0, help="seconds per attempt of a judge call, whole answer included")
     g.add_argument("--judge-max-retries", type=int, default=2, help="retries on timeouts, 429 and 5xx")
     g.add_argument("--judge-samples", type=int, default=2, help="samples of the tier 2 judge")
     g.add_argument("--judge-passes", type=int, default=2, help="deliberation passes of the tier 3 judge")

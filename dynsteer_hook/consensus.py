@@ -51,7 +51,7 @@ class Candidate:
         error: Why there is no graph (becomes the pruned candidate's message).
         generator: The source that made it (recorded in provenance).
         model: The model that made it (recorded in provenance).
-        rule: The pruning rule when there is no graph: ``parse``, ``empty``, ``json`` or ``shape``.
+        rule: The pruning rule when there is no graph: ``parse``, ``empty``, ``json``, ``shape`` or ``timeout``.
         raw: The text the graph was read from, kept for the audit when it could not be.
         tokens: Tokens the candidate cost (None: no language model involved).
         cost_usd: What the candidate cost in US dollars (None: unknown or no model).

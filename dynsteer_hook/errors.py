@@ -58,11 +58,14 @@ class LLMUnavailableError(LLMError):
 
     Attributes:
         attempts: How many calls were made before giving up.
+        kind: What the last failure was: ``timeout``, ``connection``, ``rate-limit`` or ``server``
+            (empty when not known).
     """
 
-    def __init__(self, message: str, *, attempts: int) -> None:
+    def __init__(self, message: str, *, attempts: int, kind: str = "") -> None:
         super().__init__(message)
         self.attempts = attempts
+        self.kind = kind
 
 
 class LLMOutputError(LLMError):

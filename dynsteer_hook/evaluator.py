@@ -9,6 +9,7 @@ raises ``Halt`` inside the caller's loop. ``finish()`` returns the report.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections import defaultdict, deque
@@ -36,9 +37,10 @@ from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Milestone, Mi
 from dynsteer_hook.catalog import ArgIssue, ToolCatalog
 from dynsteer_hook.clock import ClosedAction, DualClock
 from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.dominators import START, DominatorTree
 from dynsteer_hook.errors import BlueprintError, Halt
 from dynsteer_hook.events import Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.graph import START, FrontierTracker, ancestor_sets, dominator_map, milestone_graph
+from dynsteer_hook.graph import FrontierTracker
 from dynsteer_hook.grounding import TextGrounding
 from dynsteer_hook.identifiers import ungrounded_values
 from dynsteer_hook.judges.base import (
@@ -51,12 +53,14 @@ from dynsteer_hook.judges.base import (
     Verdict,
 )
 from dynsteer_hook.judges.tier1 import Tier1Judge
+from dynsteer_hook.matching import MilestoneIndex
 from dynsteer_hook.policy import base_level, composite, next_levels, update_weights
 from dynsteer_hook.predicates import all_hold, describe, predicate_holds, values_equal
 from dynsteer_hook.screening import screened_tools, screening_arguments
 from dynsteer_hook.steps import CallFacts, Step
 from dynsteer_hook.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
 from dynsteer_hook.validation import validate_blueprint
+from dynsteer_hook.windows import StepLog
 
 _log = structlog.get_logger(__name__)
 
@@ -83,6 +87,15 @@ def _extract(result: Any, path: str) -> list[Any]:
     for v in values:
         flat.extend(v if isinstance(v, (list, tuple)) else [v])
     return flat
+
+
+_STEP_FIELDS = dataclasses.fields(StepRecord)
+
+
+def _signature(tool: str, args: Mapping[str, Any]) -> bytes:
+    """A fixed-size fingerprint of a call, to spot exact repeats without keeping every call's text."""
+    text = tool + "\x00" + json.dumps(args, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 def _state_holds(m: Milestone, changes: Sequence[StateChange]) -> bool:
@@ -138,12 +151,10 @@ class Evaluator:
         self._catalog = ToolCatalog(blueprint.catalog)
         self._order = {m.id: i for i, m in enumerate(blueprint.milestones)}
         self._by_id = {m.id: m for m in blueprint.milestones}
-        self._idom = dominator_map(blueprint)
-        self._ancestors = ancestor_sets(milestone_graph(blueprint))
+        self._dominators = DominatorTree([m.id for m in blueprint.milestones], [(e.source, e.target) for e in blueprint.edges])
+        self._idom = self._dominators.idom_map()
         self._tracker = FrontierTracker.for_blueprint(blueprint)
-        self._milestones_by_tool: dict[str, list[Milestone]] = defaultdict(list)
-        for m in blueprint.milestones:
-            self._milestones_by_tool[m.tool].append(m)
+        self._unsettled = MilestoneIndex(blueprint.milestones)
         self._tool_owners: dict[str, set[str]] = defaultdict(set)
         for m in blueprint.milestones:
             self._tool_owners[m.tool].add(m.id)
@@ -159,9 +170,11 @@ class Evaluator:
         self._pre: dict[str, deque[_PreCall]] = defaultdict(deque)  # by call id, first in first out like the clock
         self._invented: FirstError | None = None
         self._enum_args: dict[str, frozenset[str]] = {}  # per tool: arguments whose schema lists their values
-        self._signatures: dict[str, int] = {}
-        self._steps: list[Step] = []
+        self._signatures: dict[bytes, int] = {}
         self._settled_at: dict[str, int] = {}
+        self._settled_order: list[str] = []
+        self._log = StepLog(self._dominators, self._tool_owners, self._settled_at)
+        self._minefield_summary = tuple((f.id, f.tool, f.reason) for f in blueprint.minefields)
         self._settled_call: dict[str, CallFacts] = {}
         self._weights = cfg.normalized_initial_weights()
         self._levels = {d: 1 for d in DIMENSIONS}
@@ -208,7 +221,7 @@ class Evaluator:
     @property
     def settled(self) -> list[str]:
         """Settled milestones in settlement order."""
-        return sorted(self._settled_at, key=self._settled_at.__getitem__)
+        return list(self._settled_order)
 
     def screen(self, call: ToolCall) -> Minefield | None:
         """The fatal minefield a pending call would step on, without recording anything."""
@@ -281,7 +294,7 @@ class Evaluator:
             frontier=self._tracker.frontier(),
             k=self._clock.k,
             t=self._clock.t,
-            steps=[self._step_record(s) for s in self._steps],
+            steps=self._log.records(),
             pending_calls=list(self._left_pending),
             trace_faults=[TraceFaultRecord(kind=f.kind, k=f.k, call_id=f.call_id, tool=f.tool, detail=f.detail) for f in self._clock.pairing.faults],
             trace_fault_count=self._clock.pairing.count,
@@ -325,7 +338,7 @@ class Evaluator:
         issues = tuple(self._catalog.check_arguments(call.tool, args)) if len(self._catalog) else ()
         if call.rejected is not None:
             issues = (ArgIssue("rejected", None, f"call refused before it ran: {call.rejected}"), *issues)
-        sig = call.tool + json.dumps(args, sort_keys=True, default=str) if args is not None else None
+        sig = _signature(call.tool, args) if args is not None else None
         repeated = self._signatures.get(sig) if sig is not None else None
         if sig is not None and sig not in self._signatures:
             self._signatures[sig] = self._clock.t + 1
@@ -370,8 +383,7 @@ class Evaluator:
 
     def _on_closed(self, action: ClosedAction, *, check_stops: bool = True) -> None:
         t = action.t
-        frontier = self._tracker.frontier()
-        ready = set(frontier)
+        had_ready = self._tracker.has_ready()
         taken: set[str] = set()
         facts: list[CallFacts] = []
         settled_now: list[str] = []
@@ -391,7 +403,7 @@ class Evaluator:
             out_of_order: list[str] = []
             if ok and o.call.arguments is not None and o.call.rejected is None:
                 own = result.state_changes if result is not None and result.state_changes else action_changes
-                chosen, out_of_order = self._match(o.call.tool, o.call.canonical_tool, o.call.arguments, own, ready - taken)
+                chosen, out_of_order = self._match(o.call.tool, o.call.canonical_tool, o.call.arguments, own, taken)
                 out_of_order = [m for m in out_of_order if m not in taken]  # a repeat of this action's settlement is not out of order
             if chosen is not None:
                 taken.add(chosen)
@@ -423,7 +435,7 @@ class Evaluator:
                     detail=f"{o.call.tool} was called with value(s) never shown to the agent: {', '.join(invented)[:300]}",
                 )
         if action.message is not None:
-            chosen, _ = self._match(AGENT_MESSAGE_TOOL, None, {"content": action.message.content}, (), ready - taken)
+            chosen, _ = self._match(AGENT_MESSAGE_TOOL, None, {"content": action.message.content}, (), taken)
             if chosen is not None:
                 taken.add(chosen)
                 settled_now.append(chosen)
@@ -436,8 +448,9 @@ class Evaluator:
             message=action.message.content if action.message else None,
             settled=tuple(settled_now),
         )
-        self._steps.append(step)
-        self._emit({"type": "step", **self._step_record(step).model_dump()})
+        record = self._step_record(step)
+        self._log.append(step, record)
+        self._emit({"type": "step", **{f.name: getattr(record, f.name) for f in _STEP_FIELDS}})
 
         for c in facts:
             if c.structural:
@@ -452,6 +465,9 @@ class Evaluator:
         for m in settled_now:
             self._tracker.settle(m)
             self._settled_at[m] = t
+            self._settled_order.append(m)
+            self._unsettled.discard(m)
+            self._log.settled(m, t)
             for c in facts:
                 if c.settled == m:
                     self._settled_call[m] = c
@@ -459,11 +475,12 @@ class Evaluator:
             stage = self._judge_stage(m, step)
         if settled_now:
             self._stagnation, self._stagnation_since = 0, None
-        elif frontier or action.calls:
+        elif had_ready or action.calls:
             # With nothing left to settle only tool calls are idle work; talking to the user is not.
             self._stagnation += 1
             if self._stagnation_since is None:
                 self._stagnation_since = (action.k_start, t)
+        self._log.release()
         if check_stops:
             self._check_stop_rules(stage)
 
@@ -473,12 +490,12 @@ class Evaluator:
         canonical: str | None,
         args: Mapping[str, Any],
         changes: Sequence[StateChange],
-        ready: set[str],
+        taken: set[str],
     ) -> tuple[str | None, list[str]]:
         """The frontier milestone this call settles (most specific first) and the unready ones it would have."""
-        pool = self._milestones_by_tool.get(tool, [])
+        pool = self._unsettled.candidates(tool, args)
         if canonical and canonical != tool:
-            pool = pool + self._milestones_by_tool.get(canonical, [])
+            pool += self._unsettled.candidates(canonical, args)
         best: tuple[int, int, str] | None = None
         unready: list[str] = []
         for m in pool:
@@ -486,7 +503,7 @@ class Evaluator:
                 continue
             if not all(predicate_holds(p, args, self._grounding) for p in m.args) or not _state_holds(m, changes):
                 continue
-            if m.id not in ready:
+            if m.id in taken or not self._tracker.is_ready(m.id):
                 unready.append(m.id)
                 continue
             rank = (-(len(m.args) + (1 if m.state else 0)), self._order[m.id], m.id)
@@ -495,32 +512,6 @@ class Evaluator:
         return (best[2] if best else None), unready
 
     # -- stage judging -------------------------------------------------------------
-
-    def _window(self, m: str, t: int) -> tuple[str, int, int, list[Step]]:
-        anchor = self._idom.get(m, START)
-        t_anchor = 0 if anchor == START else self._settled_at[anchor]
-        k_anchor = 0 if t_anchor == 0 else self._steps[t_anchor - 1].k_end
-        related = self._ancestors.get(m, frozenset()) | {m}
-        steps: list[Step] = []
-        for s in self._steps[max(t_anchor - 1, 0) : t]:
-            if s.t == t_anchor:
-                steps.append(s.as_anchor())
-            elif s.t == t or (
-                any(x in related for x in s.settled) if s.settled else not self._belongs_elsewhere(s, related)
-            ):
-                steps.append(s)
-        return anchor, t_anchor, k_anchor, steps
-
-    def _belongs_elsewhere(self, s: Step, related: frozenset[str]) -> bool:
-        """Whether an unsettling step only tried operations of parallel-branch milestones."""
-        if not s.calls:
-            return False
-        owners: set[str] = set()
-        for c in s.calls:
-            owners |= self._tool_owners.get(c.tool, set())
-            if c.canonical_tool:
-                owners |= self._tool_owners.get(c.canonical_tool, set())
-        return bool(owners) and not owners & related
 
     def _binding_checks(self, m: str, call: CallFacts | None, upto: int) -> tuple[BindingCheck, ...]:
         checks: list[BindingCheck] = []
@@ -535,7 +526,7 @@ class Evaluator:
     def _judge_stage(self, m: str, step: Step) -> StageRecord:
         cfg = self.config
         milestone = self._by_id[m]
-        anchor, t_anchor, k_anchor, window = self._window(m, step.t)
+        anchor, t_anchor, k_anchor, window = self._log.window(m, step.t)
         call = next((c for c in step.calls if c.settled == m), None)
         upto = call.grounding_upto if call is not None else self._grounding.size
         bindings = self._binding_checks(m, call, upto)
@@ -543,9 +534,9 @@ class Evaluator:
         context = StageContext(
             task=self.blueprint.task,
             anchor=anchor,
-            settled=tuple(self.settled),
-            frontier=tuple(self._tracker.frontier()),
-            minefields=tuple((f.id, f.tool, f.reason) for f in self.blueprint.minefields),
+            settled=tuple(self._settled_order),
+            frontier=self._tracker.snapshot(),
+            minefields=self._minefield_summary,
             tool_schemas={
                 name: spec.parameters
                 for name in {c.tool for s in window for c in s.calls}
@@ -651,21 +642,21 @@ class Evaluator:
     # -- stopping ------------------------------------------------------------------
 
     def _frontier_anchor(self, frontier: Sequence[str]) -> str:
-        return self._idom.get(frontier[0], START) if frontier else (self.settled[-1] if self._settled_at else START)
+        return self._idom.get(frontier[0], START) if frontier else (self._settled_order[-1] if self._settled_order else START)
 
     def _check_stop_rules(self, stage: StageRecord | None) -> None:
-        frontier = self._tracker.frontier()
+        frontier = self._tracker.snapshot()
         weakest = first_cited = None
         if stage is not None:
             weakest = min(DIMENSIONS, key=lambda d: (stage.scores[d], DIMENSIONS.index(d)))
             cited = stage.cited.get(weakest) or [stage.t]
             first_t = min(cited)
-            first_cited = (self._steps[first_t - 1].k_start, first_t)
+            first_cited = (self._log.record(first_t).k_start, first_t)
         ctx = StopContext(
             k=self._clock.k,
             t=self._clock.t,
             config=self.config,
-            frontier=tuple(frontier),
+            frontier=frontier,
             frontier_anchor=self._frontier_anchor(frontier),
             stage_milestone=stage.milestone if stage else None,
             stage_anchor=stage.window.anchor if stage else None,
@@ -682,7 +673,7 @@ class Evaluator:
         for rule in self._stop_rules:
             decision = rule(ctx)
             if decision is not None:
-                self._raise_stop(self._stop_record(decision, frontier))
+                self._raise_stop(self._stop_record(decision, list(frontier)))
 
     def _stop_record(self, d: StopDecision, frontier: list[str]) -> StopRecord:
         return StopRecord(
@@ -716,7 +707,7 @@ class Evaluator:
             weak = [d for d in DIMENSIONS if st.scores[d] < cfg.theta_warn] or list(DIMENSIONS)
             blamed = sorted((t, d) for d in weak for t in (st.cited.get(d) or [st.t]))
             t, d = blamed[0]
-            candidates.append(FirstError(k=self._steps[t - 1].k_start, t=t, stage=st.milestone, dimension=d, detail=st.rationale[d]))
+            candidates.append(FirstError(k=self._log.record(t).k_start, t=t, stage=st.milestone, dimension=d, detail=st.rationale[d]))
             break
         if self._stop is not None and self._stop.blamed_k is not None and self._stop.blamed_t is not None:
             candidates.append(

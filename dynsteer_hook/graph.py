@@ -6,14 +6,13 @@ their input. ``FrontierTracker`` is the one stateful helper, owned by the evalua
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable, Mapping
 
 import networkx as nx
 
 from dynsteer_hook.blueprint import Blueprint
-
-START = "<s0>"
-"""The augmented entry node s0 (cannot collide with milestone ids, which exclude '<')."""
+from dynsteer_hook.dominators import START  # s0's one definition, shared with the dominator tree
 
 
 def milestone_graph(bp: Blueprint) -> nx.DiGraph:
@@ -90,9 +89,14 @@ def strict_ancestors(g: nx.DiGraph, node: str) -> set[str]:
 
 
 class FrontierTracker:
-    """The ready frontier F_t (eq. 4), updated incrementally as milestones settle."""
+    """The ready frontier F_t (eq. 4), updated incrementally as milestones settle.
 
-    __slots__ = ("_frontier", "_order", "_preds", "_settled", "_succs", "_waiting")
+    The frontier is kept sorted by blueprint order, so reading it costs a copy, not a sort:
+    a blueprint with thousands of parallel branches has a frontier that large at every
+    closed action.
+    """
+
+    __slots__ = ("_frontier", "_keys", "_order", "_preds", "_ready", "_settled", "_snapshot", "_succs", "_waiting")
 
     def __init__(self, order: Iterable[str], edges: Iterable[tuple[str, str]]) -> None:
         self._order: dict[str, int] = {m: i for i, m in enumerate(order)}
@@ -104,6 +108,9 @@ class FrontierTracker:
         self._waiting: dict[str, int] = {m: len(p) for m, p in self._preds.items()}
         self._settled: set[str] = set()
         self._frontier: set[str] = {m for m, w in self._waiting.items() if w == 0}
+        self._ready: list[str] = sorted(self._frontier, key=self._order.__getitem__)
+        self._keys: list[int] = [self._order[m] for m in self._ready]
+        self._snapshot: tuple[str, ...] | None = None
 
     @classmethod
     def for_blueprint(cls, bp: Blueprint) -> FrontierTracker:
@@ -112,7 +119,17 @@ class FrontierTracker:
 
     def frontier(self) -> list[str]:
         """Ready milestones in blueprint order."""
-        return sorted(self._frontier, key=self._order.__getitem__)
+        return list(self._ready)
+
+    def snapshot(self) -> tuple[str, ...]:
+        """The frontier as a tuple, shared until the next settlement."""
+        if self._snapshot is None:
+            self._snapshot = tuple(self._ready)
+        return self._snapshot
+
+    def has_ready(self) -> bool:
+        """Whether any milestone is ready."""
+        return bool(self._frontier)
 
     def is_ready(self, milestone: str) -> bool:
         """Whether ``milestone`` is on the frontier."""
@@ -132,11 +149,17 @@ class FrontierTracker:
         if milestone not in self._frontier:
             raise ValueError(f"milestone {milestone!r} is not on the ready frontier")
         self._frontier.discard(milestone)
+        i = bisect.bisect_left(self._keys, self._order[milestone])
+        del self._keys[i], self._ready[i]
         self._settled.add(milestone)
         for s in self._succs[milestone]:
             self._waiting[s] -= 1
             if self._waiting[s] == 0:
                 self._frontier.add(s)
+                i = bisect.bisect_left(self._keys, self._order[s])
+                self._keys.insert(i, self._order[s])
+                self._ready.insert(i, s)
+        self._snapshot = None
 
     def done(self) -> bool:
         """Whether every milestone is settled."""
@@ -144,7 +167,11 @@ class FrontierTracker:
 
 
 def ancestor_sets(g: nx.DiGraph) -> Mapping[str, frozenset[str]]:
-    """Strict ancestors of every node of a DAG, computed once."""
+    """Strict ancestors of every node of a DAG, computed once.
+
+    Quadratic in time and memory on a long chain: fine for the small candidate graphs of
+    consensus; the evaluator asks ``dominators.DominatorTree`` instead.
+    """
     result: dict[str, frozenset[str]] = {}
     for n in nx.topological_sort(g):
         acc: set[str] = set()

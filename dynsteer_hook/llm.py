@@ -7,7 +7,10 @@ Anthropic, vLLM, Ollama, a llama.cpp server). The client owns:
 * retries: timeouts, 429, 5xx and connection errors are retried a bounded number of
   times with exponential backoff (honouring ``Retry-After`` up to the cap); other 4xx
   answers (bad key, bad request, unknown model) are not retried;
-* timeouts per call;
+* a deadline per attempt: ``timeout`` bounds the whole attempt, from connecting to the
+  last byte of the answer, so a server that trickles a few bytes at a time is cut off
+  too (the HTTP client's own timeouts only bound each read); with retries a call ends
+  within (1 + ``max_retries``) x ``timeout`` plus the backoff waits;
 * accounting: tokens from the provider's usage block, cost from
   ``litellm.completion_cost`` when litellm knows the model's price, else 0 with a note;
 * a JSON mode (``complete_json``) that asks the provider for JSON where it can, then
@@ -22,9 +25,11 @@ back in the ``JsonCompletion`` with the raw text, and ``unwrap`` turns it into
 
 from __future__ import annotations
 
+import contextvars
 import json
 import os
 import re
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -147,6 +152,64 @@ def backoff_delay(retry: int, base: float, cap: float, retry_after: float | None
     return max(0.0, float(delay))
 
 
+class _AttemptTimeoutError(Exception):
+    """One attempt outlived the client's ``timeout`` while the answer was still arriving (or not)."""
+
+
+def _run_with_deadline(fn: Callable[[], Any], seconds: float) -> Any:
+    """``fn()`` in a daemon thread; its result, or its exception, if it ends within ``seconds``.
+
+    On expiry the attempt is abandoned, not stopped (Python cannot stop a thread blocked in a
+    read): the thread is a daemon, so it never holds up the exit of the process, and it ends by
+    itself when the server finishes or goes silent for the HTTP client's read timeout.
+
+    Raises:
+        _AttemptTimeoutError: ``fn`` did not end within ``seconds``.
+    """
+    outcome: list[tuple[bool, Any]] = []
+    done = threading.Event()
+    context = contextvars.copy_context()  # litellm keeps per-call state in context variables
+
+    def attempt() -> None:
+        try:
+            outcome.append((True, context.run(fn)))
+        except BaseException as exc:  # handed to the waiting thread, which re-raises it
+            outcome.append((False, exc))
+        finally:
+            done.set()
+
+    threading.Thread(target=attempt, name="dynsteer-llm-attempt", daemon=True).start()
+    if not done.wait(seconds):
+        raise _AttemptTimeoutError(f"no complete answer within {seconds:g} s")
+    ok, value = outcome[0]
+    if ok:
+        return value
+    raise value
+
+
+_warmed: set[str] = set()
+_warm_lock = threading.Lock()
+
+
+def _warm_up(model: str) -> None:
+    """Run litellm's lazy imports for ``model`` once per process, before any deadline starts.
+
+    litellm imports its HTTP stack and much of itself on the first real request; on a busy
+    machine that takes seconds, which are not the provider's and must not eat a short
+    ``timeout``. An offline mock completion and the HTTP stack's import do that work up front.
+    """
+    with _warm_lock:
+        if model in _warmed:
+            return
+        _warmed.add(model)
+        try:
+            import httpcore  # noqa: F401  # what litellm's HTTP client imports on its first request
+
+            litellm.completion(model=model, messages=[{"role": "user", "content": "ping"}], mock_response="ok")
+        except Exception:  # a warm-up that fails changes nothing: the real call reports the problem
+            pass
+
+
 def _status(exc: BaseException) -> int | None:
     code = getattr(exc, "status_code", None)
     return code if isinstance(code, int) else None
@@ -177,7 +240,7 @@ def _connection_refused(exc: BaseException) -> bool:
 
 def classify(exc: BaseException) -> str | None:
     """The retryable kind of a provider error (``timeout``, ``connection``, ``rate-limit``, ``server``), or None if retrying cannot help."""
-    if isinstance(exc, llm_errors.Timeout):
+    if isinstance(exc, (llm_errors.Timeout, _AttemptTimeoutError)):
         return "timeout"
     status = _status(exc)
     if isinstance(exc, llm_errors.RateLimitError) or status == 429:
@@ -224,8 +287,10 @@ class LLMClient:
             ``ollama/llama3``, or ``openai/<name>`` with ``api_base`` for any OpenAI-compatible server.
         api_base: Endpoint URL (vLLM, Ollama, llama.cpp, a proxy); None for the provider's own.
         api_key: Key to send; None lets litellm read the provider's environment variable.
-        timeout: Seconds allowed per call.
-        max_retries: Retries after the first call for timeouts, 429, 5xx and connection errors.
+        timeout: Seconds one attempt may take as a whole, from connecting to the last byte of
+            the answer; a call makes at most 1 + ``max_retries`` attempts, with backoff waits
+            between them.
+        max_retries: Retries after the first attempt for timeouts, 429, 5xx and connection errors.
         backoff_base: Seconds before the first retry; doubled for each next one.
         backoff_max: Cap on one wait, also on a server's Retry-After.
         temperature: Sampling temperature unless a call sets its own.
@@ -330,7 +395,8 @@ class LLMClient:
     # -- calls ------------------------------------------------------------------------
 
     def _call(self, kwargs: dict[str, Any]) -> Any:
-        return litellm.completion(**kwargs)
+        # The deadline covers the whole answer: litellm's timeout only bounds each read.
+        return _run_with_deadline(lambda: litellm.completion(**kwargs), self.timeout)
 
     def complete(
         self,
@@ -374,6 +440,7 @@ class LLMClient:
             kwargs["tools"] = [dict(t) for t in tools]
         kwargs.update(self.extra)
 
+        _warm_up(self.model)
         notes: list[str] = []
         start = time.perf_counter()
         attempt = failures = 0
@@ -455,6 +522,7 @@ class LLMClient:
         return LLMUnavailableError(
             f"the {self._where()} {what} after {attempts} attempt{'s' if attempts != 1 else ''} (last error: {_short(exc)}); {fix}",
             attempts=attempts,
+            kind=kind,
         )
 
     def _completion(self, response: Any, attempts: int, seconds: float, notes: list[str]) -> Completion:

@@ -6,8 +6,10 @@ keep their index order whatever order the answers arrive in), under the next foc
 with Prompt Template 1 (``prompts``). An answer that is empty, not JSON or not a graph
 becomes a candidate without a graph, its raw text kept and its reason recorded, so that
 consensus prunes it; tokens and cost ride on every candidate into the blueprint's
-provenance. Transport failures that survive the client's retries (``LLMUnavailableError``)
-and configuration errors (``LLMUsageError``) propagate: they are not a model's answer.
+provenance. A candidate whose every attempt ran out of time is pruned the same way (the
+model may be slow on this prompt only); other transport failures that survive the client's
+retries (``LLMUnavailableError``: refused connections, 429, 5xx) and configuration errors
+(``LLMUsageError``) propagate: they are not a model's answer and would fail every candidate.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 import structlog
 
 from dynsteer_hook.consensus import Candidate
+from dynsteer_hook.errors import LLMUnavailableError
 from dynsteer_hook.generator import FOCUS_CODES, Focus
 from dynsteer_hook.llm import LLMClient
 from dynsteer_hook.prompts import CandidateGraph, candidate_messages, candidate_schema
@@ -69,7 +72,7 @@ class LLMSource:
         Raises:
             ValueError: ``n`` is below 1.
             LLMUsageError: The model string, key or request is wrong.
-            LLMUnavailableError: The provider kept failing through every retry.
+            LLMUnavailableError: The provider kept failing through every retry (not by timing out).
         """
         if n < 1:
             raise ValueError(f"candidate count must be at least 1, got {n}")
@@ -87,7 +90,12 @@ class LLMSource:
     def _one(self, view: TaskView, index: int, focus: Focus, schema: dict[str, Any]) -> Candidate:
         name = candidate_name(self.client.model, index, focus)
         messages = candidate_messages(view, index, focus.code, focus.instruction, schema)
-        answer = self.client.complete_json(messages, CandidateGraph, schema=schema, max_tokens=self.max_tokens)
+        try:
+            answer = self.client.complete_json(messages, CandidateGraph, schema=schema, max_tokens=self.max_tokens)
+        except LLMUnavailableError as exc:
+            if exc.kind != "timeout":
+                raise
+            return Candidate(name, None, str(exc), GENERATOR, self.client.model, rule="timeout")
         done = answer.completion
         _log.debug("llm_source.candidate", task=view.task, candidate=name, ok=answer.value is not None, rule=answer.rule,
                  tokens=done.usage.total_tokens, attempts=done.attempts, seconds=round(done.seconds, 3))

@@ -3,16 +3,21 @@
 A predicate names one argument (or, in a state predicate, one column) and an operator.
 Evaluation is pure and total: a value of the wrong shape makes the predicate false,
 never raises.
+
+Patterns of the ``regex`` operator come from blueprints, which come from files and from
+language models, so they run on RE2: matching takes time linear in the input whatever the
+pattern. A pattern RE2 cannot compile (backreferences, lookarounds, a program too large
+for its memory budget) is a contract violation that ``validation`` reports before a run.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any, Literal, Protocol
 
+import re2
 from pydantic import BaseModel, ConfigDict, Field
 
 PredicateOp = Literal[
@@ -41,7 +46,8 @@ class ArgPredicate(BaseModel):
         default="eq",
         description=(
             "exists/absent: presence; eq/ne: normalised equality (case-insensitive strings, "
-            "numeric tolerance); contains: case-insensitive substring; regex: re.search; "
+            "numeric tolerance); contains: case-insensitive substring; regex: search with an RE2 pattern "
+            "(no backreferences or lookarounds); "
             "one_of: equal to one of a list; type: JSON type name; gt/ge/lt/le: numeric order; "
             "grounded: value (true/false) says whether the argument's value was seen earlier "
             "in the conversation or in tool results."
@@ -65,7 +71,8 @@ class NoGrounding:
         return False
 
 
-def _as_number(value: Any) -> float | None:
+def numeric_value(value: Any) -> float | None:
+    """The finite number a value stands for (a number, or text that parses as one), else None."""
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
@@ -83,7 +90,7 @@ def values_equal(actual: Any, expected: Any) -> bool:
     """Normalised equality: numbers within tolerance, strings case- and space-insensitive."""
     if isinstance(expected, bool) or isinstance(actual, bool):
         return isinstance(actual, bool) and isinstance(expected, bool) and actual == expected
-    a_num, e_num = _as_number(actual), _as_number(expected)
+    a_num, e_num = numeric_value(actual), numeric_value(expected)
     if a_num is not None and e_num is not None:
         return math.isclose(a_num, e_num, rel_tol=1e-9, abs_tol=1e-6)
     if isinstance(actual, str) and isinstance(expected, str):
@@ -95,16 +102,48 @@ def values_equal(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
-@lru_cache(maxsize=512)
-def _compiled(pattern: str) -> re.Pattern[str] | None:
+def _re2_options() -> re2.Options:
+    options = re2.Options()
+    options.log_errors = False  # RE2 would print every rejected pattern to stderr
+    return options
+
+
+_RE2_OPTIONS = _re2_options()
+
+
+@lru_cache(maxsize=4096)
+def _compile(pattern: str) -> tuple[Any, str | None]:
+    """The compiled RE2 program of ``pattern``, or None and RE2's reason."""
     try:
-        return re.compile(pattern)
-    except re.error:
-        return None
+        return re2.compile(pattern, options=_RE2_OPTIONS), None
+    except UnicodeEncodeError:
+        return None, "the pattern is not valid Unicode text (it holds a lone surrogate)"
+    except re2.error as exc:
+        reason = exc.args[0] if exc.args else exc
+        return None, reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+
+
+def _valid_unicode(text: str) -> str:
+    # RE2 reads UTF-8; a lone surrogate (JSON allows "\ud800") cannot be encoded, so it reads as U+FFFD.
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _search(program: Any, text: str) -> bool:
+    try:
+        return program.search(text) is not None
+    except UnicodeEncodeError:
+        return program.search(_valid_unicode(text)) is not None
+
+
+def regex_error(pattern: object) -> str | None:
+    """Why ``pattern`` cannot be a ``regex`` operand (None when RE2 compiles it)."""
+    if not isinstance(pattern, str):
+        return f"the pattern must be a string, not {type(pattern).__name__}"
+    return _compile(pattern)[1]
 
 
 def _order(actual: Any, expected: Any, op: str) -> bool:
-    a, e = _as_number(actual), _as_number(expected)
+    a, e = numeric_value(actual), numeric_value(expected)
     if a is None or e is None:
         return False
     return {"gt": a > e, "ge": a >= e, "lt": a < e, "le": a <= e}[op]
@@ -128,8 +167,8 @@ def predicate_holds(pred: ArgPredicate, values: Mapping[str, Any], grounding: Gr
     if op == "contains":
         return str(pred.value).casefold() in str(actual).casefold()
     if op == "regex":
-        pattern = _compiled(str(pred.value))
-        return pattern is not None and pattern.search(str(actual)) is not None
+        program, _ = _compile(str(pred.value))
+        return program is not None and _search(program, str(actual))
     if op == "one_of":
         options = pred.value if isinstance(pred.value, (list, tuple)) else [pred.value]
         return any(values_equal(actual, option) for option in options)

@@ -1,9 +1,10 @@
 """Contract validation of a candidate graph (paper eq. 2).
 
 Valid(G_c) = NonEmpty(M_c) and SchemaCheck(M_c, A) and Acyclic(E_c) and
-BindingConsistency(K_c). NonEmpty is ours: a graph without milestones asks nothing of the
-agent, so every run, even one where the agent did nothing, would count as complete. Every
-violation names the candidate, the node and the rule, so a pruned candidate can be
+BindingConsistency(K_c), plus two rules of this implementation: NonEmpty (a graph without
+milestones asks nothing of the agent, so every run, even one where the agent did nothing,
+would count as complete) and every ``regex`` operand compiles on RE2 (linear-time matching).
+Every violation names the candidate, the node and the rule, so a pruned candidate can be
 audited.
 """
 
@@ -15,8 +16,9 @@ import networkx as nx
 
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, reference_errors
 from dynsteer_hook.catalog import ToolCatalog, type_fits
+from dynsteer_hook.dominators import DominatorTree
 from dynsteer_hook.graph import find_cycle, milestone_graph
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.predicates import ArgPredicate, regex_error
 
 EMPTY_MESSAGE = (
     "the blueprint has no milestones, so any run would count as complete; add at least one milestone saying what the "
@@ -86,13 +88,42 @@ def schema_violations(bp: Blueprint, catalog: ToolCatalog, candidate: str) -> li
     return out
 
 
+def pattern_violations(bp: Blueprint, candidate: str) -> list[ContractViolation]:
+    """Every ``regex`` operand compiles on RE2, the linear-time engine the predicates run on."""
+    owners: list[tuple[str, str, tuple[ArgPredicate, ...]]] = []
+    for m in bp.milestones:
+        owners.append(("milestone", m.id, m.args))
+        if m.state is not None:
+            owners.append(("milestone state", m.id, m.state.where))
+    owners += [("minefield", f.id, f.args) for f in bp.minefields]
+    out: list[ContractViolation] = []
+    for kind, node, preds in owners:
+        for p in preds:
+            reason = regex_error(p.value) if p.op == "regex" else None
+            if reason is not None:
+                shown = repr(p.value) if len(repr(p.value)) <= 80 else repr(p.value)[:77] + "..."
+                out.append(ContractViolation(
+                    candidate, node, "regex",
+                    f"the {kind} predicate on {p.arg!r} has the pattern {shown}, which RE2 cannot run ({reason}); "
+                    "write it in RE2 syntax, without backreferences or lookarounds",
+                ))
+    return out
+
+
 def binding_violations(bp: Blueprint, g: nx.DiGraph, candidate: str) -> list[ContractViolation]:
     """BindingConsistency(K_c): each consumed binding is produced by a strict ancestor."""
     out: list[ContractViolation] = []
+    # One path search per binding is quadratic on a long chain with many bindings; the
+    # dominator index answers in near-constant time (it needs a DAG: cycles are reported apart).
+    try:
+        index = DominatorTree(list(g.nodes), list(g.edges)) if bp.bindings else None
+    except ValueError:
+        index = None
     for b in bp.bindings:
         if b.producer not in g or b.consumer not in g:
             continue  # reported as a reference error
-        if b.producer == b.consumer or not nx.has_path(g, b.producer, b.consumer):
+        reaches = index.reaches(b.producer, b.consumer) if index is not None else nx.has_path(g, b.producer, b.consumer)
+        if b.producer == b.consumer or not reaches:
             out.append(
                 ContractViolation(
                     candidate, b.consumer, "binding",
@@ -122,6 +153,7 @@ def validate_blueprint(bp: Blueprint, catalog: ToolCatalog | None = None, candid
     cat = catalog if catalog is not None and len(catalog) else ToolCatalog(bp.catalog)
     if len(cat):
         out.extend(schema_violations(bp, cat, candidate))
+    out.extend(pattern_violations(bp, candidate))
     if cycle is None:
         out.extend(binding_violations(bp, g, candidate))
     return out

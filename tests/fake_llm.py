@@ -2,7 +2,9 @@
 
 Each request takes the next scripted ``Reply`` (a status, a delay, an answer text and a
 usage block); every request body is recorded. The real HTTP client, its timeouts and
-the package's retries run against it.
+the package's retries run against it. A reply with ``trickle`` sends its whole response,
+status line and headers included, a few bytes at a time, so that no single read of the
+client ever waits long: only a deadline on the whole answer cuts it off.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ class Reply:
     finish_reason: str = "stop"
     headers: dict[str, str] = field(default_factory=dict)
     tool_calls: tuple[tuple[str, ...], ...] = ()  # (function name, arguments text[, call id]) per call
+    trickle: float = 0.0  # seconds between pieces of the response (0: send it at once)
+    trickle_bytes: int = 4  # bytes per piece
 
 
 def call(name: str, arguments: object = None) -> tuple[str, str]:
@@ -37,7 +41,8 @@ def call(name: str, arguments: object = None) -> tuple[str, str]:
 
 class FakeLLMServer:
     """The server; ``script`` queues replies, ``requests`` and ``headers`` hold what each request sent,
-    ``peak_in_flight`` the most requests it was answering at once."""
+    ``peak_in_flight`` the most requests it was answering at once, ``trickles_cut`` how many trickled
+    responses the client hung up on and ``trickling`` how many are being sent now."""
 
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
@@ -45,6 +50,9 @@ class FakeLLMServer:
         self.headers: list[dict[str, str]] = []
         self.in_flight = 0
         self.peak_in_flight = 0
+        self.trickling = 0
+        self.trickles_cut = 0
+        self._hang_ups = 0  # stop_trickles() calls so far: a trickle started before one is hung up on
         self._lock = threading.Lock()
         outer = self
 
@@ -76,7 +84,7 @@ class FakeLLMServer:
             def _answer(self, body: dict[str, Any], reply: Reply, number: int) -> None:
                 if reply.status != 200:
                     payload = {"error": {"message": f"scripted status {reply.status}", "type": "server_error", "code": reply.status}}
-                    self._send(reply.status, payload, reply.headers)
+                    self._send(reply.status, payload, reply.headers, reply)
                     return
                 message: dict[str, Any] = {"role": "assistant", "content": reply.content}
                 if reply.tool_calls:
@@ -93,10 +101,13 @@ class FakeLLMServer:
                     "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
                               "total_tokens": reply.prompt_tokens + reply.completion_tokens},
                 }
-                self._send(200, payload, reply.headers)
+                self._send(200, payload, reply.headers, reply)
 
-            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str]) -> None:
+            def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str], reply: Reply | None = None) -> None:
                 data = json.dumps(payload).encode()
+                if reply is not None and reply.trickle > 0:
+                    self._trickle(status, data, headers, reply)
+                    return
                 try:
                     self.send_response(status)
                     self.send_header("content-type", "application/json")
@@ -107,6 +118,27 @@ class FakeLLMServer:
                     self.wfile.write(data)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up (a timeout test)
+
+            def _trickle(self, status: int, data: bytes, headers: dict[str, str], reply: Reply) -> None:
+                head = [f"HTTP/1.0 {status} {self.responses.get(status, ('',))[0]}", "content-type: application/json",
+                        f"content-length: {len(data)}", *(f"{k}: {v}" for k, v in headers.items())]
+                raw = ("\r\n".join(head) + "\r\n\r\n").encode() + data
+                self.close_connection = True
+                with outer._lock:
+                    outer.trickling += 1
+                    started = outer._hang_ups
+                try:
+                    for i in range(0, len(raw), reply.trickle_bytes):
+                        if outer._hang_ups != started:
+                            return  # hang up mid-answer: the client sees the connection close
+                        self.wfile.write(raw[i : i + reply.trickle_bytes])
+                        time.sleep(reply.trickle)
+                except (BrokenPipeError, ConnectionResetError):
+                    with outer._lock:
+                        outer.trickles_cut += 1
+                finally:
+                    with outer._lock:
+                        outer.trickling -= 1
 
         class Server(ThreadingHTTPServer):
             daemon_threads = True
@@ -130,7 +162,13 @@ class FakeLLMServer:
         self._thread.start()
         return self
 
+    def stop_trickles(self) -> None:
+        """Hang up on every response being trickled now."""
+        with self._lock:
+            self._hang_ups += 1
+
     def stop(self) -> None:
+        self.stop_trickles()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)

@@ -257,3 +257,24 @@ def test_frontier_is_empty_for_an_empty_blueprint() -> None:
     tracker = FrontierTracker([], [])
     assert tracker.frontier() == [] and tracker.done()
 
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_sorted_frontier_matches_eq4_on_random_dags(seed: int) -> None:
+    """The incrementally sorted frontier, and its snapshot equal eq. 4 recomputed from scratch."""
+    rng = random.Random(seed)
+    g = random_dag(rng)
+    order = list(g.nodes)
+    rng.shuffle(order)  # blueprint order is not the settle order
+    tracker = FrontierTracker(order, list(g.edges))
+    settled: set[str] = set()
+    while True:
+        expected = [m for m in order if m not in settled and set(g.predecessors(m)) <= settled]
+        assert tracker.frontier() == expected and tracker.snapshot() == tuple(expected)
+        assert tracker.has_ready() is bool(expected)
+        if not expected:
+            break
+        m = rng.choice(expected)
+        tracker.settle(m)
+        settled.add(m)
+    assert tracker.done()

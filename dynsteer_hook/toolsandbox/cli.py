@@ -175,7 +175,7 @@ def _add_role_model_flags(run: argparse.ArgumentParser, role: str, temperature: 
     g.add_argument(f"--{role}-api-base", default=None, help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)")
     g.add_argument(f"--{role}-api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
     g.add_argument(f"--{role}-temperature", type=float, default=temperature, help=f"sampling temperature (default {temperature})")
-    g.add_argument(f"--{role}-timeout", type=float, default=120.0, help="seconds per call")
+    g.add_argument(f"--{role}-timeout", type=float, default=120.0, help="seconds per attempt of a call, whole answer included")
     g.add_argument(f"--{role}-max-retries", type=int, default=3, help="retries on timeouts, 429 and 5xx")
     g.add_argument(f"--{role}-max-tokens", type=int, default=1024, help="answer length limit per turn")
 

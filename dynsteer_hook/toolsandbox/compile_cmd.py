@@ -51,7 +51,7 @@ def add_compile_parser(sub: Any) -> None:
     llm.add_argument("--api-base", help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a proxy)")
     llm.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key (default: the provider's own)")
     llm.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
-    llm.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per call (default 300; local CPU models are slow)")
+    llm.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per attempt of a call, whole answer included (default 300; local CPU models are slow)")
     llm.add_argument("--max-retries", type=int, default=3, help="retries for timeouts, 429, 5xx and connection errors (default 3)")
     llm.add_argument("--backoff", type=float, default=1.0, metavar="SECONDS",
                      help="wait before the first retry, doubled for each next one, at most 30 s (default 1)")
