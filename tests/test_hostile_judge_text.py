@@ -207,7 +207,7 @@ REPORT_FIELDS: dict[str, Callable[[Report, str], Report]] = {
     "stage milestone and anchor": lambda r, x: r.model_copy(update={"stages": _stage(r, milestone=x, anchor=x)}),
     "stage rationale": lambda r, x: r.model_copy(update={"stages": _stage(r, rationale={**r.stages[0].rationale, "safety": x})}),
     "step tools, settled and out of order": lambda r, x: r.model_copy(update={"steps": [
-        r.steps[0].model_copy(update={"tools": [x, x], "settled": [x], "out_of_order": [x]}), *r.steps[1:]]}),
+        replace(r.steps[0], tools=[x, x], settled=[x], out_of_order=[x]), *r.steps[1:]]}),
     "trace fault": lambda r, x: r.model_copy(update={"trace_faults": [
         TraceFaultRecord(kind=x, k=3, call_id=x, tool=x, detail=x)]}),
 }
