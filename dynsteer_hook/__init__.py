@@ -4,7 +4,6 @@ The public API of the pure core, plus file helpers. ToolSandbox integration live
 ``dynsteer_hook.toolsandbox``; language-model calls in ``dynsteer_hook.llm``.
 """
 
-from dynsteer_hook.audit import AuditSink, ListSink, Report, StageRecord, StopRecord, render_markdown
 from dynsteer_hook.blueprint import (
     AGENT_MESSAGE_TOOL,
     Binding,
@@ -17,19 +16,21 @@ from dynsteer_hook.blueprint import (
     parse_blueprint,
 )
 from dynsteer_hook.catalog import ToolCatalog
-from dynsteer_hook.clock import ClosedAction, DualClock
-from dynsteer_hook.compiler import compile_blueprint
+from dynsteer_hook.compile.compiler import compile_blueprint
+from dynsteer_hook.compile.consensus import Candidate, ConsensusResult, build_consensus
+from dynsteer_hook.compile.validation import ContractViolation, validate_blueprint
 from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
-from dynsteer_hook.consensus import Candidate, ConsensusResult, build_consensus
 from dynsteer_hook.errors import BlueprintError, ConsensusError, DynsteerError, EventFileError, Halt
-from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.judges import DimensionScore, Judge, JudgeRequest, Tier1Judge, Verdict
+from dynsteer_hook.judges.base import DimensionScore, Judge, JudgeRequest, Verdict
+from dynsteer_hook.judges.tier1 import Tier1Judge
 from dynsteer_hook.predicates import ArgPredicate
-from dynsteer_hook.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
+from dynsteer_hook.report import AuditSink, ListSink, Report, StageRecord, StopRecord, render_markdown
+from dynsteer_hook.runtime.clock import ClosedAction, DualClock
+from dynsteer_hook.runtime.evaluator import Evaluator
+from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
 from dynsteer_hook.storage import JsonlSink, load_blueprint, read_events, save_blueprint, write_report
 from dynsteer_hook.task_view import TaskView
-from dynsteer_hook.validation import ContractViolation, validate_blueprint
 
 __version__ = "0.1.0"
 

@@ -22,11 +22,11 @@ import structlog
 
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import DynsteerError, Halt, OutputError
-from dynsteer_hook.judges.factory import JudgeSettings
+from dynsteer_hook.judge_factory import JudgeSettings
 
 if TYPE_CHECKING:
-    from dynsteer_hook.audit import Report
-    from dynsteer_hook.pairing import LineIndex
+    from dynsteer_hook.report import Report
+    from dynsteer_hook.runtime.pairing import LineIndex
 
 EXIT_USAGE = 2
 
@@ -120,10 +120,10 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from dynsteer_hook.audit import IncompleteLog, with_files
-    from dynsteer_hook.evaluator import Evaluator
     from dynsteer_hook.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
-    from dynsteer_hook.pairing import LineIndex
+    from dynsteer_hook.report import IncompleteLog, with_files
+    from dynsteer_hook.runtime.evaluator import Evaluator
+    from dynsteer_hook.runtime.pairing import LineIndex
     from dynsteer_hook.storage import AUDIT_LOG, REPORT_FILES, check_events, load_valid_blueprint, read_numbered_events, stage_report
 
     # Every input is checked before any output is opened, so a bad file never touches an earlier run's files.
@@ -186,8 +186,8 @@ def _warn_trace_faults(report: Report, lines: LineIndex, events: Path, shown: in
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from dynsteer_hook.compile.validation import validate_blueprint
     from dynsteer_hook.storage import load_blueprint
-    from dynsteer_hook.validation import validate_blueprint
 
     bp = load_blueprint(args.blueprint)
     violations = validate_blueprint(bp, None, str(args.blueprint))
@@ -209,7 +209,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
         schema = event_record_schema()
     else:
-        from dynsteer_hook.audit import Report
+        from dynsteer_hook.report import Report
 
         schema = Report.model_json_schema()
     print(json.dumps(schema, indent=2))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from dynsteer_hook.audit import StopRecord
+    from dynsteer_hook.report import StopRecord
 
 
 class DynsteerError(Exception):

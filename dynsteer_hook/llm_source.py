@@ -2,8 +2,8 @@
 
 Each of the ``n`` candidates is a separate call at the client's temperature (llama.cpp
 ignores ``n``), up to ``concurrency`` of them in flight at once (threads; the candidates
-keep their index order whatever order the answers arrive in), under the next focus code of ``generator.FOCUS_CODES`` for diversity,
-with Prompt Template 1 (``prompts``). An answer that is empty, not JSON or not a graph
+keep their index order whatever order the answers arrive in), under the next focus code of ``compile.generator.candidates.FOCUS_CODES`` for diversity,
+with Prompt Template 1 (``compile.candidate_prompt``). An answer that is empty, not JSON or not a graph
 becomes a candidate without a graph, its raw text kept and its reason recorded, so that
 consensus prunes it; tokens and cost ride on every candidate into the blueprint's
 provenance. A candidate whose every attempt ran out of time is pruned the same way (the
@@ -21,11 +21,11 @@ from typing import Any
 
 import structlog
 
-from dynsteer_hook.consensus import Candidate
+from dynsteer_hook.compile.candidate_prompt import CandidateGraph, candidate_messages, candidate_schema
+from dynsteer_hook.compile.consensus import Candidate
+from dynsteer_hook.compile.generator.candidates import FOCUS_CODES, Focus
 from dynsteer_hook.errors import LLMUnavailableError
-from dynsteer_hook.generator import FOCUS_CODES, Focus
 from dynsteer_hook.llm import LLMClient
-from dynsteer_hook.prompts import CandidateGraph, candidate_messages, candidate_schema
 from dynsteer_hook.task_view import TaskView
 
 GENERATOR = "dynsteer-llm@1"

@@ -17,9 +17,9 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dynsteer_hook.audit import Report
 from dynsteer_hook.blueprint import Blueprint
 from dynsteer_hook.config import DIMENSIONS
+from dynsteer_hook.report import Report
 
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1180px;color:#1d232a;padding:0 16px}

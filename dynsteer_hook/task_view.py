@@ -2,7 +2,7 @@
 
 This is all a blueprint compiler may see: the messages addressed to the agent before it
 first acts, the tool schemas as the agent receives them, and the initial database
-headers. Frameworks produce it (see ``dynsteer_hook.toolsandbox.public_view``).
+headers. Frameworks produce it (see ``dynsteer_hook.toolsandbox.scenario_view``).
 """
 
 from __future__ import annotations

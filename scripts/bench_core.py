@@ -49,15 +49,15 @@ from typing import Any
 
 import structlog
 
-from dynsteer_hook.audit import ListSink
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Edge, Milestone, Minefield, StatePredicate, ToolSpec
 from dynsteer_hook.catalog import ToolCatalog
+from dynsteer_hook.compile.consensus import Candidate, build_consensus
 from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.consensus import Candidate, build_consensus
 from dynsteer_hook.errors import Halt
-from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.report import ListSink
+from dynsteer_hook.runtime.evaluator import Evaluator
 
 GOAL_RAW_US = 50.0
 GOAL_CLOSED_US = 1000.0

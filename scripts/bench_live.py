@@ -32,8 +32,8 @@ from typing import Any
 
 from dynsteer_hook.blueprint import ToolSpec
 from dynsteer_hook.cli import configure_logging
-from dynsteer_hook.toolsandbox.public_view import public_view
 from dynsteer_hook.toolsandbox.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenario
+from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 GOAL_OVERHEAD = 0.05
 SHIPPED = Path(__file__).resolve().parents[1] / "dynsteer_hook" / "data" / "scripts"

@@ -33,12 +33,12 @@ from bench_live import explorer, looper
 
 from dynsteer_hook.cli import configure_logging
 from dynsteer_hook.errors import Halt
-from dynsteer_hook.evaluator import Evaluator
+from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.storage import load_blueprint
-from dynsteer_hook.toolsandbox.public_view import public_view
 from dynsteer_hook.toolsandbox.recording import load_recording, recorded_events
 from dynsteer_hook.toolsandbox.replay import ReplayOptions, replay_runs
 from dynsteer_hook.toolsandbox.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenarios
+from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 GOAL_SPEEDUP = 5.0
 

@@ -11,7 +11,7 @@ import dynsteer_hook
 
 PACKAGE = Path(dynsteer_hook.__file__).parent
 # Edges: the LLM module and its users, files, the command line, judge wiring, the package's re-exports.
-EDGE_MODULES = {"llm.py", "llm_source.py", "storage.py", "outputs.py", "compile_store.py", "cli.py", "factory.py", "__init__.py"}
+EDGE_MODULES = {"llm.py", "llm_source.py", "storage.py", "outputs.py", "blueprint_cache.py", "cli.py", "judge_factory.py", "__init__.py"}
 CORE = sorted(p for p in PACKAGE.rglob("*.py") if "toolsandbox" not in p.parts and p.name not in EDGE_MODULES)
 PATH_IO = {"read_text", "write_text", "read_bytes", "write_bytes", "mkdir", "unlink", "touch", "rmdir"}
 

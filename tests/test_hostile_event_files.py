@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from builders import family
 
-from dynsteer_hook.audit import Report
 from dynsteer_hook.cli import main
-from dynsteer_hook.pairing import KEEP_FAULTS, LineIndex
+from dynsteer_hook.report import Report
+from dynsteer_hook.runtime.pairing import KEEP_FAULTS, LineIndex
 from dynsteer_hook.storage import REPORT_JSON, REPORT_MD, save_blueprint
 
 pytestmark = pytest.mark.usefixtures("core_cli")

@@ -27,13 +27,13 @@ import pytest
 
 from dynsteer_hook.blueprint import Blueprint, Edge, Milestone, Minefield, StatePredicate, ToolSpec
 from dynsteer_hook.cli import main
+from dynsteer_hook.compile.validation import validate_blueprint
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import BlueprintError, Halt
-from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.events import AgentMessage, Event, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.grounding import TextGrounding
 from dynsteer_hook.predicates import ArgPredicate, predicate_holds
-from dynsteer_hook.validation import validate_blueprint
+from dynsteer_hook.runtime.evaluator import Evaluator
+from dynsteer_hook.runtime.grounding import TextGrounding
 
 LIMIT = 120.0  # seconds per row: generous, the rows take well under a second to a few seconds
 

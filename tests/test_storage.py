@@ -14,10 +14,10 @@ import pytest
 from builders import UserMessage, act, call, family, settle_events
 
 from dynsteer_hook import storage
-from dynsteer_hook.audit import Report
 from dynsteer_hook.errors import BlueprintError, EventFileError, Halt
-from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.events import ToolCall
+from dynsteer_hook.report import Report
+from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.storage import (
     AUDIT_LOG,
     REPORT_JSON,
@@ -162,7 +162,7 @@ def test_killed_process_leaves_a_readable_audit_prefix(tmp_path: Path) -> None:
         import os, signal, sys
         sys.path.insert(0, {str(ROOT / "tests")!r})
         from builders import family, settle_events
-        from dynsteer_hook.evaluator import Evaluator
+        from dynsteer_hook.runtime.evaluator import Evaluator
         from dynsteer_hook.storage import JsonlSink
         sink = JsonlSink({str(tmp_path / AUDIT_LOG)!r})
         ev = Evaluator(family("chain").blueprint(), sink=sink)

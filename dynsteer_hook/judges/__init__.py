@@ -1,25 +1,4 @@
-"""Stage judges: one signature for all tiers."""
-
-from dynsteer_hook.judges.base import (
-    TIER_NAMES,
-    BindingCheck,
-    DimensionScore,
-    Judge,
-    JudgeRequest,
-    StageContext,
-    StageGoal,
-    Verdict,
-)
-from dynsteer_hook.judges.tier1 import Tier1Judge
-
-__all__ = [
-    "TIER_NAMES",
-    "BindingCheck",
-    "DimensionScore",
-    "Judge",
-    "JudgeRequest",
-    "StageContext",
-    "StageGoal",
-    "Tier1Judge",
-    "Verdict",
-]
+"""Stage judges, pure: one signature for every tier (``base``), the steps they judge (``steps``),
+Tier 1 rules (``tier1``), and the Tier 2/3 LLM judges (``llm_judges``) that take any client
+and render their prompts from ``templates``. Building a client is the edge's work
+(``dynsteer_hook.judge_factory``)."""

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from dynsteer_hook.steps import Step
+from dynsteer_hook.judges.steps import Step
 
 TIER_NAMES = {1: "cheap", 2: "standard", 3: "expensive"}
 

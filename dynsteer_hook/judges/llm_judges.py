@@ -17,7 +17,7 @@ from pydantic import BaseModel
 
 from dynsteer_hook.errors import LLMError
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
-from dynsteer_hook.judges.prompts import (
+from dynsteer_hook.judges.templates import (
     SpecialistJudgement,
     StandardJudgement,
     specialist_messages,

@@ -17,7 +17,7 @@ from typing import Any
 
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
-from dynsteer_hook.steps import CallFacts, Step
+from dynsteer_hook.judges.steps import CallFacts, Step
 
 
 def _empty(value: Any) -> bool:

@@ -29,7 +29,6 @@ from typing import Any, Literal
 
 import polars as pl
 
-from dynsteer_hook.audit import StopRecord
 from dynsteer_hook.errors import Halt
 from dynsteer_hook.events import (
     AgentMessage,
@@ -40,6 +39,7 @@ from dynsteer_hook.events import (
     ToolResult,
     UserMessage,
 )
+from dynsteer_hook.report import StopRecord
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import GatedCall, inspect_code, offered_tools
 

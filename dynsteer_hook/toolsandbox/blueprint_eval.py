@@ -42,8 +42,8 @@ from typing import Any
 import networkx as nx
 
 from dynsteer_hook.blueprint import Blueprint
+from dynsteer_hook.compile.validation import validate_blueprint
 from dynsteer_hook.toolsandbox.reference import ReferenceGraph
-from dynsteer_hook.validation import validate_blueprint
 
 ALL = "ALL_CATEGORIES"
 _AUGMENTED = {
@@ -297,10 +297,10 @@ def evaluate_scenarios(
     public view is compiled with the deterministic generator and the compile time (public
     view extraction excluded, no LLM involved) is recorded.
     """
-    from dynsteer_hook.compiler import compile_generator_only
+    from dynsteer_hook.compile.compiler import compile_generator_only
     from dynsteer_hook.storage import load_blueprint
-    from dynsteer_hook.toolsandbox.public_view import public_view
     from dynsteer_hook.toolsandbox.reference import reference_graphs
+    from dynsteer_hook.toolsandbox.scenario_view import public_view
 
     refs = reference_graphs(scenarios)
     wanted = list(names) if names is not None else list(scenarios)

@@ -67,8 +67,8 @@ def add_run_parser(sub: Any) -> None:
     sc.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"])
     sc.set_defaults(func=_cmd_scenarios)
 
-    from dynsteer_hook.toolsandbox.compile_cmd import add_compile_parser
-    from dynsteer_hook.toolsandbox.replay_cmd import add_compare_parser, add_replay_parser
+    from dynsteer_hook.toolsandbox.compile_command import add_compile_parser
+    from dynsteer_hook.toolsandbox.replay_command import add_compare_parser, add_replay_parser
 
     add_compile_parser(sub)
     add_replay_parser(sub)

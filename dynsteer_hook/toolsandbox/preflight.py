@@ -17,8 +17,8 @@ from pathlib import Path
 from dynsteer_hook.errors import ScenarioError
 from dynsteer_hook.storage import load_valid_blueprint
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
-from dynsteer_hook.toolsandbox.public_view import public_view
 from dynsteer_hook.toolsandbox.roles import LITELLM, SCRIPTED, RoleModelSettings
+from dynsteer_hook.toolsandbox.scenario_view import public_view
 from dynsteer_hook.toolsandbox.scripted import ScenarioScript, load_script
 
 from tool_sandbox.common.scenario import Scenario

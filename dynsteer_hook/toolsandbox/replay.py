@@ -26,9 +26,9 @@ from typing import Any
 
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import BlueprintError, DynsteerError, Halt
-from dynsteer_hook.evaluator import Evaluator
-from dynsteer_hook.judges.factory import JudgeSettings
+from dynsteer_hook.judge_factory import JudgeSettings
 from dynsteer_hook.report_html import render_run
+from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint, write_json_atomic, write_report, write_text_atomic
 from dynsteer_hook.toolsandbox.engines import check_engine, run_jobs
 from dynsteer_hook.toolsandbox.recording import (

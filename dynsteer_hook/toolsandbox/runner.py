@@ -23,13 +23,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.audit import IncompleteLog, with_files
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import OutputError, ScenarioError
-from dynsteer_hook.evaluator import Evaluator
 from dynsteer_hook.events import Event
-from dynsteer_hook.judges.factory import JudgeSettings
+from dynsteer_hook.judge_factory import JudgeSettings
 from dynsteer_hook.outputs import JsonlSink, create_dir, reason, write_json_atomic
+from dynsteer_hook.report import IncompleteLog, with_files
+from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.storage import AUDIT_LOG, EventLog, load_blueprint, write_report
 from dynsteer_hook.toolsandbox import (
     _quiet,  # noqa: F401 - must precede the tool_sandbox imports
@@ -44,8 +44,8 @@ from dynsteer_hook.toolsandbox.preflight import (
     default_blueprint_dir,
     model_of,
 )
-from dynsteer_hook.toolsandbox.public_view import public_view
 from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory, RoleModelSettings
+from dynsteer_hook.toolsandbox.scenario_view import public_view
 from dynsteer_hook.toolsandbox.scenarios import TEST_SCENARIO_NAMES, load_scenarios
 from dynsteer_hook.toolsandbox.scripted import ScriptedAgent, ScriptedUser, load_script
 from dynsteer_hook.toolsandbox.summaries import IN_FLIGHT, NOT_STARTED, dynsteer_block, dynsteer_summary, result_summary

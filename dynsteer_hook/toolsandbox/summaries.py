@@ -14,7 +14,7 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from dynsteer_hook.audit import Report
+from dynsteer_hook.report import Report
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 
 from tool_sandbox.common.execution_context import ScenarioCategories

@@ -14,7 +14,7 @@ from ts_support import A
 
 from dynsteer_hook.cli import main
 from dynsteer_hook.storage import load_blueprint
-from dynsteer_hook.toolsandbox.public_view import public_view
+from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from ts_support import BLUEPRINTS, SCRIPTS, script_names
 
-from dynsteer_hook.audit import Report
+from dynsteer_hook.report import Report
 from dynsteer_hook.report_html import render_run
 from dynsteer_hook.storage import load_blueprint
 from dynsteer_hook.toolsandbox.replay import ReplayOptions, replay_runs

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from ts_support import B, D, E
 
-from dynsteer_hook.toolsandbox.public_view import public_view
+from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 from tool_sandbox.common.evaluation import Milestone, Minefield, SnapshotConstraint, snapshot_similarity
 from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType

@@ -8,7 +8,6 @@ import pytest
 from ts_support import A, B, D, E
 
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
-from dynsteer_hook.toolsandbox.public_view import public_view
 from dynsteer_hook.toolsandbox.reference import (
     ReferenceGraph,
     base_scenario_name,
@@ -16,6 +15,7 @@ from dynsteer_hook.toolsandbox.reference import (
     reference_graph,
     reference_graphs,
 )
+from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 pytestmark = pytest.mark.toolsandbox
 

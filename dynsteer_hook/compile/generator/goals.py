@@ -1,0 +1,249 @@
+"""Goal rules: what each kind of request needs, as data flow over the tools at hand.
+
+One small function per intent (action on a subject) finds the goal tool and chains
+backwards through its required arguments: an identifier the user did not give comes
+from a look-up, a relative time from the clock, coordinates from the location or a
+place search. ``GOALS`` maps (action, subject) to its rule; ``plan_intent`` runs one.
+Rules speak of subjects (``contact``, ``reminder``, ``weather``), never of tool names,
+so they hold under scrambled names and missing descriptions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from dynsteer_hook.compile.generator.instruction import Intent
+from dynsteer_hook.compile.generator.necessity_plan import NEEDED, PlanBuilder, PlanOp, distinctive_word
+from dynsteer_hook.compile.generator.tool_semantics import ToolProfile
+
+GoalRule = Callable[[PlanBuilder, Intent], None]
+
+
+def _verify_lookup(b: PlanBuilder, entity: str, consumer: ToolProfile) -> None:
+    """Hierarchical focus: look an entity up before acting on it even when its identifier is given."""
+    lookup = b.find(("read",), entity)
+    if lookup is not None:
+        b.add(lookup.name, 0.3, f"check the {entity} before acting on it", focus="hierarchical")
+        b.edge(lookup.name, consumer.name, 0.3, focus="hierarchical")
+
+
+def _recency_clock(b: PlanBuilder, reader: ToolProfile, evidence: float) -> None:
+    """Recency (latest, upcoming, yesterday) is judged against the current time; reading it first is natural, not forced."""
+    if b.need_now(None, reader.name, required=evidence >= 0.8, evidence=evidence):
+        clock = b.find(("read",), "now")
+        if clock is not None:
+            b.edge(clock.name, reader.name, 0.35, focus="reordered")
+
+
+def toggle(b: PlanBuilder, intent: Intent) -> None:
+    """Turn a device setting on or off."""
+    tool = b.find(("toggle",), intent.subject)
+    if tool is None:
+        b.absent.append(intent)
+        return
+    value = bool(intent.value)
+    b.goal_tool(intent, ("toggle",), f"turn {intent.subject.replace('_', ' ')} {'on' if value else 'off'}", b.switch_pred(tool, value))
+
+
+def read_status(b: PlanBuilder, intent: Intent) -> None:
+    b.goal_tool(intent, ("read",), f"read the {intent.subject.split(':')[1].replace('_', ' ')} status")
+
+
+def read_contact(b: PlanBuilder, intent: Intent) -> None:
+    b.goal_tool(intent, ("read",), "look up the contact")
+
+
+def create_contact(b: PlanBuilder, intent: Intent) -> None:
+    tool = b.find(("create",), "contact")
+    b.goal_tool(intent, ("create",), "add the contact", b.phone_pred(tool) if tool else ())
+
+
+def change_contact(b: PlanBuilder, intent: Intent) -> None:
+    """Remove or update a contact: its identifier comes from the user or from a look-up."""
+    tool = b.find((intent.action,), "contact")
+    if tool is None:
+        b.absent.append(intent)
+        return
+    ids = tool.args_of("id:contact")
+    id_arg = ids[0] if ids and ids[0].required else None
+    preds = b.id_pred(tool, "contact") if id_arg is not None else ()
+    b.goal_tool(intent, (intent.action,), f"{'remove' if intent.action == 'delete' else 'update'} the contact", preds)
+    if b.reading.via_message:  # "the last person I texted": the person is found through the messages
+        b.need_record("message", tool, None, tool.name)
+        b.need_now(None, tool.name, required=False, evidence=0.55 if b.reading.recency else 0.3)
+    if id_arg is not None and not preds:
+        b.need_record("contact", tool, id_arg, tool.name)
+    elif preds:
+        _verify_lookup(b, "contact", tool)
+
+
+def send_message(b: PlanBuilder, intent: Intent) -> None:
+    """Send a message: the recipient's number comes from the user or from the contacts."""
+    tool = b.find(("send", "create"), "message")
+    if tool is None:
+        b.absent.append(intent)
+        return
+    preds = b.phone_pred(tool) + b.contains(tool, ("text",), ("content", "message", "body", "text"), distinctive_word(b.reading.quoted))
+    b.add(tool.name, intent.evidence, "send the message", preds)
+    b.goal_tools.append(tool.name)
+    phones = [a for a in tool.args_of("phone") if a.required]
+    if phones and not b.reading.phones:
+        b.need_record("contact", tool, phones[0], tool.name)
+    elif phones:
+        _verify_lookup(b, "contact", tool)
+
+
+def read_message(b: PlanBuilder, intent: Intent) -> None:
+    tool = b.goal_tool(intent, ("read",), "find the message")
+    if tool is not None and b.reading.recency:
+        _recency_clock(b, tool, 0.55)
+
+
+def create_reminder(b: PlanBuilder, intent: Intent) -> None:
+    """Add a reminder: its timestamp comes from a date conversion or from the clock; a place gives coordinates."""
+    tool = b.find(("create",), "reminder")
+    if tool is None:
+        b.absent.append(intent)
+        return
+    preds = b.contains(tool, ("text",), ("content", "title", "text"), distinctive_word(b.reading.reminder_text))
+    b.goal_tool(intent, ("create",), "add the reminder", preds)
+    r = b.reading
+    if r.absolute_date:
+        converter = b.find(("compute",), "to_timestamp")
+        if converter is not None:
+            b.add(converter.name, NEEDED, "turn the date into a timestamp")
+            b.edge(converter.name, tool.name)
+    elif r.relative_time or r.recency:
+        b.need_now(tool, tool.name, required=True, evidence=NEEDED)
+    else:
+        b.need_now(None, tool.name, required=False, evidence=0.55)
+    if r.place and tool.args_of("coord"):
+        b.need_place(tool, tool.name, evidence=0.8)
+
+
+def change_reminder(b: PlanBuilder, intent: Intent) -> None:
+    """Update or remove a reminder found by a look-up; relative times need the clock."""
+    tool = b.find((intent.action,), "reminder")
+    if tool is None:
+        b.absent.append(intent)
+        return
+    ids = tool.args_of("id:reminder")
+    id_arg = ids[0] if ids and ids[0].required else None
+    preds = b.id_pred(tool, "reminder") if id_arg is not None else ()
+    b.goal_tool(intent, (intent.action,), f"{'remove' if intent.action == 'delete' else 'update'} the reminder", preds)
+    if id_arg is not None and not preds:
+        b.need_record("reminder", tool, id_arg, tool.name)
+    elif preds:
+        _verify_lookup(b, "reminder", tool)
+    if intent.action == "update" and b.reading.relative_time:
+        b.need_now(tool, tool.name, required=True, evidence=NEEDED)
+    elif b.reading.recency or b.reading.relative_time:
+        b.need_now(None, tool.name, required=True, evidence=0.8)
+
+
+def read_reminder(b: PlanBuilder, intent: Intent) -> None:
+    tool = b.goal_tool(intent, ("read",), "find the reminder")
+    if tool is not None and (b.reading.recency or b.reading.relative_time):
+        _recency_clock(b, tool, 0.8)
+
+
+def read_holiday(b: PlanBuilder, intent: Intent) -> None:
+    tool = b.find(("read",), "holiday")
+    preds = b.contains(tool, ("text",), (), distinctive_word(b.reading.holiday)) if tool is not None else ()
+    b.goal_tool(intent, ("read",), f"find the date of {b.reading.holiday or 'the holiday'}", preds)
+
+
+def time_until(b: PlanBuilder, intent: Intent) -> None:
+    """Time until a date: the clock and the date, both before the difference."""
+    tool = b.goal_tool(intent, ("compute",), "count the time until the date")
+    if tool is None:
+        return
+    b.need_now(tool, tool.name, required=True, evidence=NEEDED)
+    if b.reading.holiday:
+        holiday = b.find(("read",), "holiday")
+        if holiday is None:
+            b.lack(tool.name, "no tool finds the holiday's date", NEEDED)
+        else:
+            b.add(holiday.name, NEEDED, f"find the date of {b.reading.holiday}")
+            b.edge(holiday.name, tool.name)
+
+
+def read_address(b: PlanBuilder, intent: Intent) -> None:
+    """Address of coordinates: the user's, the current location's, or a place's."""
+    tool = b.goal_tool(intent, ("read",), "find the address")
+    if tool is None or b.reading.coords or not [a for a in tool.required if a.kind == "coord"]:
+        return
+    if b.reading.place and not b.reading.here:
+        b.need_place(tool, tool.name)
+    else:
+        b.need_here(tool, tool.name)
+
+
+def read_place(b: PlanBuilder, intent: Intent) -> None:
+    b.goal_tool(intent, ("read",), f"find {b.reading.place or 'the place'}")
+
+
+def distance(b: PlanBuilder, intent: Intent) -> None:
+    """Distance from here to a place: both coordinate pairs before the computation."""
+    tool = b.goal_tool(intent, ("compute",), "compute the distance")
+    if tool is None or b.reading.coords:
+        return
+    b.need_here(tool, tool.name)
+    b.need_place(tool, tool.name)
+
+
+def read_weather(b: PlanBuilder, intent: Intent) -> None:
+    tool = b.goal_tool(intent, ("read",), "read the weather")
+    if tool is not None and b.reading.place and tool.args_of("coord"):
+        b.need_place(tool, tool.name, evidence=0.7)
+
+
+def convert_unit(b: PlanBuilder, intent: Intent) -> None:
+    """Unit conversion, of a temperature read first when the request is about the weather."""
+    tool = b.goal_tool(intent, ("compute",), "convert the unit")
+    if tool is None or not b.reading.has("read", "weather"):
+        return
+    weather = b.find(("read",), "weather")
+    if weather is None:
+        b.lack(tool.name, "no tool reads the temperature to convert", NEEDED)
+    else:
+        b.edge(weather.name, tool.name)
+
+
+def read_stock(b: PlanBuilder, intent: Intent) -> None:
+    b.goal_tool(intent, ("read",), "look up the stock")
+
+
+def convert_currency(b: PlanBuilder, intent: Intent) -> None:
+    b.goal_tool(intent, ("compute", "read"), "convert the currency")
+
+
+def generic(b: PlanBuilder, intent: Intent) -> None:
+    b.goal_tool(intent, (intent.action,), f"{intent.action} {intent.subject}")
+
+
+GOALS: dict[tuple[str, str], GoalRule] = {
+    ("toggle", "wifi"): toggle, ("toggle", "cellular"): toggle, ("toggle", "location_service"): toggle, ("toggle", "low_battery_mode"): toggle,
+    ("read", "status"): read_status,
+    ("read", "contact"): read_contact, ("create", "contact"): create_contact,
+    ("delete", "contact"): change_contact, ("update", "contact"): change_contact,
+    ("send", "message"): send_message, ("read", "message"): read_message,
+    ("create", "reminder"): create_reminder, ("update", "reminder"): change_reminder, ("delete", "reminder"): change_reminder,
+    ("read", "reminder"): read_reminder,
+    ("read", "holiday"): read_holiday, ("compute", "time_diff"): time_until,
+    ("read", "address"): read_address, ("read", "place"): read_place, ("compute", "distance"): distance,
+    ("read", "weather"): read_weather, ("compute", "unit"): convert_unit,
+    ("read", "stock"): read_stock, ("compute", "currency"): convert_currency,
+}
+
+
+def plan_intent(b: PlanBuilder, intent: Intent) -> None:
+    """Plan one intent; what it adds is never surer than the intent itself."""
+    before, missing = dict(b.ops), len(b.missing)
+    GOALS.get((intent.action, intent.subject.split(":")[0]), generic)(b, intent)
+    for name, op in list(b.ops.items()):
+        old = before.get(name)
+        if op.evidence > intent.evidence and (old is None or op.evidence > old.evidence):
+            b.ops[name] = PlanOp(op.tool, max(intent.evidence, old.evidence if old else 0.0), op.description, op.args, op.core, op.focus)
+    if intent.evidence < 0.5:  # a guess at what the user wants cannot make the task insufficient
+        del b.missing[missing:]

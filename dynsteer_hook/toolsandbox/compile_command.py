@@ -1,0 +1,197 @@
+"""``dynsteer compile``: public task views to stored blueprints, through an LLM and/or the generator.
+
+Views come from ToolSandbox scenarios (``-s NAME ...`` or ``--all``) or from TaskView JSON
+files (``--view FILE``, no ToolSandbox needed). With ``--model`` an LLM samples C
+candidates per view; the deterministic generator adds C more unless ``--no-generator``;
+without ``--model`` the generator works alone, and no API key is needed. Views whose stored
+blueprint has the same public-view hash, candidate count and models are skipped unless ``--force``. Each view prints
+one line; errors (a provider unreachable after retries, fewer valid candidates than the
+minimum) end in one sentence and exit status 2 from the CLI's ``main``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from dynsteer_hook.blueprint_cache import CompileOutcome, compile_to_file
+from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource
+from dynsteer_hook.errors import DynsteerError, OutputError, ScenarioError
+from dynsteer_hook.task_view import TaskView
+
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
+
+
+def _default_out() -> Path:
+    return Path(__file__).resolve().parents[2] / "blueprints" / "toolsandbox"
+
+
+def add_compile_parser(sub: Any) -> None:
+    """Register ``compile`` on the main parser's subcommands."""
+    p = sub.add_parser(
+        "compile",
+        help="compile public task views into blueprints (LLM candidates via litellm and/or the deterministic generator)",
+        description="Samples C candidate graphs per view (with --model, through litellm; any model string and --api-base), "
+        "adds the deterministic generator's C candidates unless --no-generator, validates them, merges them by strict "
+        "majority and stores blueprints/<scenario>.json keyed by the public-view hash.",
+    )
+    target = p.add_mutually_exclusive_group(required=True)
+    target.add_argument("-s", "--scenarios", nargs="+", metavar="NAME", help="ToolSandbox scenarios to compile")
+    target.add_argument("--all", action="store_true", help="every ToolSandbox scenario")
+    target.add_argument("--view", action="append", type=Path, metavar="FILE", help="a TaskView JSON file (repeatable)")
+    llm = p.add_argument_group("language model (litellm)")
+    llm.add_argument("--model", help="litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, "
+                     "ollama/llama3, or openai/<name> with --api-base (none: the generator alone)")
+    llm.add_argument("--api-base", help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a proxy)")
+    llm.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key (default: the provider's own)")
+    llm.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
+    llm.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per attempt of a call, whole answer included (default 300; local CPU models are slow)")
+    llm.add_argument("--max-retries", type=int, default=3, help="retries for timeouts, 429, 5xx and connection errors (default 3)")
+    llm.add_argument("--backoff", type=float, default=1.0, metavar="SECONDS",
+                     help="wait before the first retry, doubled for each next one, at most 30 s (default 1)")
+    llm.add_argument("--max-tokens", type=int, default=2048, help="answer length limit per candidate (default 2048)")
+    llm.add_argument("--concurrency", type=int, default=1, metavar="N",
+                     help="candidate calls in flight at once per view (default 1; raise it for hosted APIs)")
+    llm.add_argument("--json-mode", choices=["auto", "object", "schema", "off"], default="auto",
+                     help="how JSON output is requested (default auto: json_object with schema for --api-base servers)")
+    p.add_argument("-c", "--candidates", type=int, default=DEFAULT_CANDIDATES, metavar="C",
+                   help=f"candidates per source and view (default {DEFAULT_CANDIDATES})")
+    p.add_argument("--min-valid", type=int, default=None, metavar="N",
+                   help="fewest valid candidates accepted (default: a strict majority of all candidates)")
+    gen = p.add_mutually_exclusive_group()
+    gen.add_argument("--no-generator", action="store_true", help="LLM candidates only (needs --model)")
+    gen.add_argument("--generator-only", action="store_true", help="deterministic generator only (no --model)")
+    p.add_argument("-o", "--out", type=Path, default=None, help="blueprint directory (default: the repository's blueprints/toolsandbox)")
+    p.add_argument("--force", action="store_true", help="recompile views whose stored blueprint is up to date")
+    p.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"])
+    p.set_defaults(func=cmd_compile)
+
+
+def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | None]:
+    """The candidate sources the flags ask for, and the model (checked before any view is loaded)."""
+    from dynsteer_hook.compile.generator.candidates import deterministic_source
+
+    if args.candidates < 1:
+        raise DynsteerError(f"--candidates {args.candidates} must be at least 1")
+    if args.min_valid is not None and args.min_valid < 1:
+        raise DynsteerError(f"--min-valid {args.min_valid} must be at least 1")
+    if args.generator_only and args.model:
+        raise DynsteerError("--generator-only uses no model; drop --model or --generator-only")
+    if args.no_generator and not args.model:
+        raise DynsteerError("--no-generator leaves no candidate source; pass --model too")
+    sources: list[CandidateSource] = []
+    if args.model:
+        from dynsteer_hook.llm import LLMClient, api_key_from_env
+        from dynsteer_hook.llm_source import llm_source
+
+        if args.max_tokens < 1:
+            raise DynsteerError(f"--max-tokens {args.max_tokens} must be at least 1")
+        if args.concurrency < 1:
+            raise DynsteerError(f"--concurrency {args.concurrency} must be at least 1")
+        client = LLMClient(
+            model=args.model, api_base=args.api_base, api_key=api_key_from_env(args.api_key_env, "--api-key-env"), timeout=args.timeout,
+            max_retries=args.max_retries, backoff_base=args.backoff, temperature=args.temperature, max_tokens=args.max_tokens,
+            json_mode=args.json_mode,
+        )
+        client.check()
+        sources.append(llm_source(client, concurrency=args.concurrency))
+    if not args.no_generator:
+        sources.append(deterministic_source)
+    return sources, args.model
+
+
+def _read_view(path: Path) -> TaskView:
+    from dynsteer_hook.storage import load_json_input
+
+    text, _ = load_json_input(path, "view file", "pass a TaskView JSON file", ScenarioError)
+    try:
+        view = TaskView.model_validate_json(text)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(x) for x in first.get("loc", ())) or "top level"
+        raise ScenarioError(f"view file {path} is not a TaskView at {where}: {first.get('msg')}; see TaskView in dynsteer_hook.task_view") from None
+    if not _SAFE_NAME.fullmatch(view.task):
+        raise ScenarioError(f"view file {path} has task name {view.task!r}, which cannot name a blueprint file; use letters, digits, _ . -")
+    return view
+
+
+def _views(args: argparse.Namespace) -> Iterator[TaskView]:
+    if args.view:
+        views = [_read_view(p) for p in args.view]  # every file is checked before the first call
+        yield from views
+        return
+    from dynsteer_hook.toolsandbox.runner import load_scenarios
+    from dynsteer_hook.toolsandbox.scenario_view import public_view
+
+    scenarios = load_scenarios(None if args.all else args.scenarios, args.preferred_tool_backend)
+    for name, scenario in scenarios.items():
+        yield public_view(name, scenario)
+
+
+def _money(cost: float | None) -> str:
+    return "-" if cost is None else f"${cost:.6f}"
+
+
+def describe(outcome: CompileOutcome, *, cost_note: str = "") -> str:
+    """One line per view: candidates, valid, pruned reasons, tokens, cost, seconds."""
+    if outcome.status == "up-to-date":
+        return f"{outcome.task}: up to date (stored blueprint has the same public-view hash, candidate count and models); skipped, --force recompiles"
+    reasons = "; ".join(f"{p.candidate}: {p.rule}: {p.message}" for p in outcome.pruned)
+    pruned = f"pruned {len(outcome.pruned)}" + (f" [{reasons}]" if reasons else "")
+    tokens = "-" if outcome.tokens is None else str(outcome.tokens)
+    stats = (f"candidates {outcome.candidates}, valid {outcome.valid}, {pruned}; tokens {tokens}, "
+             f"cost {_money(outcome.cost_usd)}{cost_note}, {outcome.seconds:.2f} s")
+    if outcome.status == "failed":
+        return f"{outcome.task}: FAILED: {stats}: {outcome.error}"
+    bp = outcome.blueprint
+    shape = f"{len(bp.milestones)} milestones, {len(bp.edges)} edges, {len(bp.minefields)} minefields" if bp else ""
+    return f"{outcome.task}: compiled ({shape}): {stats}; wrote {outcome.path}"
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    """Run ``dynsteer compile``."""
+    from dynsteer_hook.outputs import check_output_dir, reason
+
+    sources, model = _sources(args)
+    out: Path = args.out if args.out is not None else _default_out()
+    check_output_dir(out, "-o/--out", [f"{n}.json" for n in args.scenarios or ()])
+    cost_note = ""
+    if model:
+        from dynsteer_hook.llm import price_known
+
+        cost_note = "" if price_known(model) else " (litellm has no price for this model: counted as 0)"
+    what = (f"{model} x{args.candidates}" if model else "") + (" + " if model and not args.no_generator else "") + (
+        f"generator x{args.candidates}" if not args.no_generator else "")
+    print(f"dynsteer compile: candidates from {what}; blueprints in {out}")
+    failed: list[CompileOutcome] = []
+    counts = {"compiled": 0, "up-to-date": 0, "failed": 0}
+    start = time.perf_counter()
+    views = list(_views(args))  # every view is read and every target checked before the first is compiled
+    check_output_dir(out, "-o/--out", [f"{v.task}.json" for v in views])
+    for view in views:
+        try:
+            outcome = compile_to_file(view, out / f"{view.task}.json", sources=sources, n=args.candidates,
+                                      min_valid=args.min_valid, force=args.force)
+        except OSError as exc:
+            raise OutputError(f"the blueprint {out / f'{view.task}.json'} cannot be written ({reason(exc)}); the blueprints "
+                              "compiled before it are kept; free some space or pass another -o/--out") from None
+        counts[outcome.status] += 1
+        print(describe(outcome, cost_note=cost_note), flush=True)
+        if outcome.status == "failed":
+            failed.append(outcome)
+    print(f"compiled {counts['compiled']}, up to date {counts['up-to-date']}, failed {counts['failed']} "
+          f"in {time.perf_counter() - start:.1f} s")
+    if failed:
+        total = sum(counts.values())
+        first = failed[0]
+        raise DynsteerError(
+            f"{len(failed)} of {total} view{'s' if total != 1 else ''} could not be compiled, no blueprint written for "
+            f"{'them' if len(failed) > 1 else 'it'} (first: {first.task}: {first.error}); lower --min-valid, raise --candidates, or try another model"
+        )
+    return 0
