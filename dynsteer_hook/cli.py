@@ -11,112 +11,22 @@ import argparse
 import errno
 import io
 import json
-import logging
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
-from dynsteer_hook.config import EvaluatorConfig
+from dynsteer_hook.config_flags import add_config_flags, config_from_args
 from dynsteer_hook.errors import DynsteerError, Halt, OutputError
-from dynsteer_hook.judge_factory import JudgeSettings
+from dynsteer_hook.judge_factory import add_judge_flags, judges_from_args
+from dynsteer_hook.logs import configure_logging
 
 if TYPE_CHECKING:
     from dynsteer_hook.report import Report
     from dynsteer_hook.runtime.pairing import LineIndex
 
 EXIT_USAGE = 2
-
-
-def configure_logging(verbose: bool) -> None:
-    """Configure structlog once, for the command line (stderr, human-readable)."""
-    level = logging.DEBUG if verbose else logging.WARNING
-    structlog.configure(
-        processors=[
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso"),
-            structlog.dev.ConsoleRenderer(colors=False),
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
-        cache_logger_on_first_use=True,
-    )
-
-
-_THRESHOLD_FLAGS: dict[str, type] = {
-    "theta_pass": float,
-    "delta_margin": float,
-    "theta_low_u": float,
-    "theta_high_u": float,
-    "theta_warn": float,
-    "theta_fail": float,
-    "alpha": float,
-    "beta": float,
-    "n_stag": int,
-    "low_score_patience": int,
-    "structural_patience": int,
-    "max_tier": int,
-}
-
-
-def add_config_flags(p: argparse.ArgumentParser) -> None:
-    """Stop thresholds and rates as flags (defaults from ``EvaluatorConfig``)."""
-    g = p.add_argument_group("evaluator thresholds (defaults: see EvaluatorConfig)")
-    for name, kind in _THRESHOLD_FLAGS.items():
-        g.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, metavar=kind.__name__.upper())
-    g.add_argument("--set", dest="config_set", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other EvaluatorConfig field, e.g. --set efficiency_step_penalty=0.1")
-
-
-def add_judge_flags(p: argparse.ArgumentParser) -> None:
-    """Options of the Tier 2/3 LLM judges (without --judge-model: Tier 1 rules only)."""
-    g = p.add_argument_group("LLM judges (tiers 2 and 3)")
-    g.add_argument("--judge-model", default=None, help="litellm model string, e.g. openai/gpt-4o-mini; enables tiers 2 and 3")
-    g.add_argument("--judge-api-base", default=None, help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)")
-    g.add_argument("--judge-api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
-    g.add_argument("--judge-timeout", type=float, default=60.0, help="seconds per attempt of a judge call, whole answer included")
-    g.add_argument("--judge-max-retries", type=int, default=2, help="retries on timeouts, 429 and 5xx")
-    g.add_argument("--judge-samples", type=int, default=2, help="samples of the tier 2 judge")
-    g.add_argument("--judge-passes", type=int, default=2, help="deliberation passes of the tier 3 judge")
-
-
-def judges_from_args(args: argparse.Namespace, config: EvaluatorConfig) -> tuple[JudgeSettings, EvaluatorConfig]:
-    """Judge settings, and the config with ``max_tier`` defaulting to 3 when a judge model is given."""
-    settings = JudgeSettings(
-        model=args.judge_model,
-        api_base=args.judge_api_base,
-        api_key_env=args.judge_api_key_env,
-        timeout=args.judge_timeout,
-        max_retries=args.judge_max_retries,
-        samples=args.judge_samples,
-        passes=args.judge_passes,
-    )
-    if settings.model and getattr(args, "max_tier", None) is None:
-        config = config.with_overrides(max_tier=3)
-    if config.max_tier > 1 and not settings.model:
-        raise DynsteerError(f"--max-tier {config.max_tier} needs an LLM judge: pass --judge-model (and --judge-api-base for a local server)")
-    if settings.samples < 1 or settings.passes < 1 or settings.max_retries < 0 or settings.timeout <= 0:
-        raise DynsteerError("--judge-samples and --judge-passes must be at least 1, --judge-max-retries 0 or more, --judge-timeout positive")
-    return settings, config
-
-
-def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
-    """An ``EvaluatorConfig`` with the flags given on the command line."""
-    overrides: dict[str, Any] = {k: getattr(args, k) for k in _THRESHOLD_FLAGS if getattr(args, k, None) is not None}
-    for item in getattr(args, "config_set", []) or []:
-        key, sep, raw = item.partition("=")
-        if not sep:
-            raise DynsteerError(f"--set {item!r} is not KEY=VALUE; write for example --set theta_fail=0.25")
-        try:
-            overrides[key.strip()] = json.loads(raw)
-        except json.JSONDecodeError:
-            overrides[key.strip()] = raw
-        except RecursionError:
-            raise DynsteerError(f"--set {key.strip()}: the value nests arrays and objects too deeply; give a flat value") from None
-    return EvaluatorConfig().with_overrides(**overrides)
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:

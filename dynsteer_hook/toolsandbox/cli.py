@@ -15,7 +15,8 @@ EXIT_INTERRUPTED = 130
 
 def add_run_parser(sub: Any) -> None:
     """Register the ToolSandbox subcommands on the main parser."""
-    from dynsteer_hook.cli import add_config_flags, add_judge_flags
+    from dynsteer_hook.config_flags import add_config_flags
+    from dynsteer_hook.judge_factory import add_judge_flags
     from dynsteer_hook.toolsandbox.roles import AGENT_CHOICES, USER_CHOICES
 
     run = sub.add_parser(
@@ -119,7 +120,8 @@ def _finish(results: list[dict[str, Any]], out: Path) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dynsteer_hook.cli import config_from_args, judges_from_args
+    from dynsteer_hook.config_flags import config_from_args
+    from dynsteer_hook.judge_factory import judges_from_args
     from dynsteer_hook.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.toolsandbox.preflight import check_blueprint_dir, check_script
     from dynsteer_hook.toolsandbox.runner import (

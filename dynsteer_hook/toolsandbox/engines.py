@@ -25,7 +25,7 @@ R = TypeVar("R")
 def _quiet_logs() -> None:
     """Worker processes log as the command line does (warnings and errors on stderr), not structlog's
     default of everything on stdout."""
-    from dynsteer_hook.cli import configure_logging
+    from dynsteer_hook.logs import configure_logging
 
     configure_logging(False)
 

@@ -12,7 +12,8 @@ from dynsteer_hook.errors import DynsteerError
 
 def add_replay_parser(sub: Any) -> None:
     """Register ``replay`` on the main parser's subcommands."""
-    from dynsteer_hook.cli import add_config_flags, add_judge_flags
+    from dynsteer_hook.config_flags import add_config_flags
+    from dynsteer_hook.judge_factory import add_judge_flags
 
     p = sub.add_parser(
         "replay",
@@ -46,7 +47,8 @@ def add_engine_flags(p: argparse.ArgumentParser) -> None:
 
 def add_compare_parser(sub: Any) -> None:
     """Register ``compare`` on the main parser's subcommands."""
-    from dynsteer_hook.cli import add_config_flags, add_judge_flags
+    from dynsteer_hook.config_flags import add_config_flags
+    from dynsteer_hook.judge_factory import add_judge_flags
 
     p = sub.add_parser(
         "compare",
@@ -72,7 +74,8 @@ def add_compare_parser(sub: Any) -> None:
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from dynsteer_hook.cli import config_from_args, judges_from_args
+    from dynsteer_hook.config_flags import config_from_args
+    from dynsteer_hook.judge_factory import judges_from_args
     from dynsteer_hook.toolsandbox.engines import check_engine
     from dynsteer_hook.toolsandbox.replay import ReplayOptions
     from dynsteer_hook.toolsandbox.runner import default_blueprint_dir
