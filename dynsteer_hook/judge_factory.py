@@ -1,28 +1,38 @@
-"""Judge ladder settings: which model backs Tiers 2 and 3, built where the evaluator runs.
+"""Judge ladder settings: which model backs Tiers 2 and 3, their flags, and the judges built from them.
 
 Settings are a small frozen value, so they travel to ``spawn`` worker processes; the LLM
-client is created inside the process that uses it.
+client is created inside the process that uses it. The flags are ``--judge-*`` (the model's,
+from ``model_settings``, plus ``--judge-samples`` and ``--judge-passes``), each also readable
+from ``DYNSTEER_JUDGE_<FIELD>``.
 """
 
 from __future__ import annotations
 
 import argparse
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import DynsteerError
 from dynsteer_hook.judges.base import Judge
+from dynsteer_hook.model_settings import ModelSettings, add_model_flags, env_name, model_from_args, setting
+
+JUDGE_MODEL = ModelSettings(prefix="judge", temperature=0.7, timeout=60.0, max_retries=2, max_tokens=None)
+"""The judges' model defaults: no model (Tier 1 rules only); Tier 2 samples at 0.7, Tier 3 deliberates at 0.2."""
 
 
 @dataclass(frozen=True)
 class JudgeSettings:
-    """The model behind the LLM judges (``model=None``: Tier 1 rules only)."""
+    """The model behind the LLM judges (``model.model`` None: Tier 1 rules only) and the ladder's sampling.
 
-    model: str | None = None
-    api_base: str | None = None
-    api_key_env: str | None = None
-    timeout: float = 60.0
-    max_retries: int = 2
+    Attributes:
+        model: The judges' model; its temperature is Tier 2's (Tier 3 deliberates at 0.2), its
+            ``max_tokens`` (when set) bounds both tiers' answers (else 800 and 1200).
+        samples: Samples of the Tier 2 judge.
+        passes: Deliberation passes of the Tier 3 judge.
+    """
+
+    model: ModelSettings = JUDGE_MODEL
     samples: int = 2
     passes: int = 2
 
@@ -33,47 +43,42 @@ class JudgeSettings:
             ConfigError: The named API-key variable is not set.
             LLMUsageError: The model string or key is unusable (checked before any rollout).
         """
-        if not self.model:
+        if not self.model.model:
             return {}
         from dynsteer_hook.judges.llm_judges import ExpertJudge, StandardJudge
-        from dynsteer_hook.llm import LLMClient, api_key_from_env
 
-        key = api_key_from_env(self.api_key_env, "--judge-api-key-env")
-        client = LLMClient(self.model, api_base=self.api_base, api_key=key, timeout=self.timeout, max_retries=self.max_retries)
-        client.check()
+        client = self.model.client()
+        limit = self.model.max_tokens
         return {
-            2: StandardJudge(client, samples=self.samples),
-            3: ExpertJudge(client.with_options(temperature=0.2), passes=self.passes),
+            2: StandardJudge(client, samples=self.samples, temperature=self.model.temperature,
+                             max_tokens=StandardJudge.max_tokens if limit is None else limit),
+            3: ExpertJudge(client, passes=self.passes, max_tokens=ExpertJudge.max_tokens if limit is None else limit),
         }
 
 
 def add_judge_flags(p: argparse.ArgumentParser) -> None:
     """Options of the Tier 2/3 LLM judges (without --judge-model: Tier 1 rules only)."""
-    g = p.add_argument_group("LLM judges (tiers 2 and 3)")
-    g.add_argument("--judge-model", default=None, help="litellm model string, e.g. openai/gpt-4o-mini; enables tiers 2 and 3")
-    g.add_argument("--judge-api-base", default=None, help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)")
-    g.add_argument("--judge-api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
-    g.add_argument("--judge-timeout", type=float, default=60.0, help="seconds per attempt of a judge call, whole answer included")
-    g.add_argument("--judge-max-retries", type=int, default=2, help="retries on timeouts, 429 and 5xx")
-    g.add_argument("--judge-samples", type=int, default=2, help="samples of the tier 2 judge")
-    g.add_argument("--judge-passes", type=int, default=2, help="deliberation passes of the tier 3 judge")
+    add_model_flags(p, JUDGE_MODEL, title="LLM judges (tiers 2 and 3; without --judge-model: Tier 1 rules only)")
+    g = p.add_argument_group("judge ladder")
+    g.add_argument("--judge-samples", type=int, default=None, help=f"samples of the tier 2 judge (default 2); env {env_name('judge', 'samples')}")
+    g.add_argument("--judge-passes", type=int, default=None,
+                   help=f"deliberation passes of the tier 3 judge (default 2); env {env_name('judge', 'passes')}")
 
 
-def judges_from_args(args: argparse.Namespace, config: EvaluatorConfig) -> tuple[JudgeSettings, EvaluatorConfig]:
-    """Judge settings, and the config with ``max_tier`` defaulting to 3 when a judge model is given."""
+def judges_from_args(args: argparse.Namespace, config: EvaluatorConfig,
+                     environ: Mapping[str, str] | None = None) -> tuple[JudgeSettings, EvaluatorConfig]:
+    """Judge settings (flags, then ``DYNSTEER_JUDGE_*``, then defaults), and the config with ``max_tier``
+    defaulting to 3 when a judge model is given."""
     settings = JudgeSettings(
-        model=args.judge_model,
-        api_base=args.judge_api_base,
-        api_key_env=args.judge_api_key_env,
-        timeout=args.judge_timeout,
-        max_retries=args.judge_max_retries,
-        samples=args.judge_samples,
-        passes=args.judge_passes,
+        model=model_from_args(args, JUDGE_MODEL, environ),
+        samples=setting(args, "judge", "samples", 2, environ),
+        passes=setting(args, "judge", "passes", 2, environ),
     )
-    if settings.model and getattr(args, "max_tier", None) is None:
+    if settings.model.model and getattr(args, "max_tier", None) is None:
         config = config.with_overrides(max_tier=3)
-    if config.max_tier > 1 and not settings.model:
+    if config.max_tier > 1 and not settings.model.model:
         raise DynsteerError(f"--max-tier {config.max_tier} needs an LLM judge: pass --judge-model (and --judge-api-base for a local server)")
-    if settings.samples < 1 or settings.passes < 1 or settings.max_retries < 0 or settings.timeout <= 0:
-        raise DynsteerError("--judge-samples and --judge-passes must be at least 1, --judge-max-retries 0 or more, --judge-timeout positive")
+    if settings.samples < 1 or settings.passes < 1:
+        raise DynsteerError(f"the tier 2 samples and tier 3 passes (--judge-samples, --judge-passes, or {env_name('judge', 'samples')}, "
+                            f"{env_name('judge', 'passes')}) must be at least 1, not {settings.samples} and {settings.passes}")
     return settings, config

@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Generic, Literal, TypeVar
+from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 from pydantic import BaseModel
@@ -84,7 +85,7 @@ class Usage:
 
 
 @dataclass(frozen=True, slots=True)
-class ToolCall:
+class ModelToolCall:
     """One tool call a model asked for; ``arguments`` is the model's JSON text, unparsed."""
 
     id: str
@@ -103,7 +104,7 @@ class Completion:
     seconds: float
     finish_reason: str | None = None
     notes: tuple[str, ...] = ()
-    tool_calls: tuple[ToolCall, ...] = ()
+    tool_calls: tuple[ModelToolCall, ...] = ()
 
     @property
     def truncated(self) -> bool:
@@ -264,6 +265,25 @@ def _short(exc: BaseException) -> str:
     return excerpt(text, 200)
 
 
+def endpoint_without_secrets(url: str | None) -> str | None:
+    """The endpoint as a report may show it: scheme, host, port and path; no user, password, query or fragment.
+
+    Keys sometimes ride in an endpoint (``https://user:key@host/v1``, ``...?api_key=...``); none of that is kept.
+    """
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:  # not a URL (a malformed port): keep only what cannot be a secret
+        return "(unreadable endpoint)"
+    if not parts.scheme or not host:
+        return "(unreadable endpoint)"
+    host = f"[{host}]" if ":" in host else host
+    return urlunsplit((parts.scheme, host + port, parts.path, "", ""))
+
+
 def api_key_from_env(variable: str | None, flag: str) -> str | None:
     """The API key held in ``variable`` (None when no variable is named).
 
@@ -326,6 +346,11 @@ class LLMClient:
             raise LLMUsageError(f"timeout {self.timeout} must be a positive number of seconds")
         if self.backoff_base < 0 or self.backoff_max < 0:
             raise LLMUsageError("backoff_base and backoff_max must be 0 or more seconds")
+
+    @property
+    def endpoint(self) -> str | None:
+        """``api_base`` with any secret removed (None: the provider's own endpoint)."""
+        return endpoint_without_secrets(self.api_base)
 
     def with_options(self, **changes: Any) -> LLMClient:
         """A copy with some settings changed."""
@@ -504,7 +529,7 @@ class LLMClient:
     # -- helpers ----------------------------------------------------------------------
 
     def _where(self) -> str:
-        return f"provider of {self.model}" + (f" at {self.api_base}" if self.api_base else "")
+        return f"provider of {self.model}" + (f" at {self.endpoint}" if self.api_base else "")
 
     def _unavailable(self, kind: str, exc: BaseException, attempts: int) -> LLMUnavailableError:
         what = {
@@ -550,7 +575,7 @@ class LLMClient:
         )
 
 
-def _tool_calls(message: Any) -> tuple[ToolCall, ...]:
+def _tool_calls(message: Any) -> tuple[ModelToolCall, ...]:
     calls = []
     for i, call in enumerate(getattr(message, "tool_calls", None) or ()):
         function = getattr(call, "function", None)
@@ -560,5 +585,5 @@ def _tool_calls(message: Any) -> tuple[ToolCall, ...]:
         arguments = getattr(function, "arguments", None)
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments if arguments is not None else {})
-        calls.append(ToolCall(id=str(getattr(call, "id", None) or f"call_{i}"), name=str(name), arguments=arguments))
+        calls.append(ModelToolCall(id=str(getattr(call, "id", None) or f"call_{i}"), name=str(name), arguments=arguments))
     return tuple(calls)

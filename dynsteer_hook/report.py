@@ -176,6 +176,11 @@ class Report(_Model):
     trace_faults: list[TraceFaultRecord] = Field(default_factory=list, description="Calls and results that did not pair up (the first 100).")
     trace_fault_count: int = Field(default=0, description="How many pairing faults the trace had in all.")
     judge_usage: JudgeUsage
+    judges: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="How each judge tier the ladder could use was made, by tier: the judge, its model, the endpoint "
+        "without secrets, samples or passes, temperature (never an API key).",
+    )
     blueprint: dict[str, Any]
     config: dict[str, Any]
     blueprint_stale: bool = Field(

@@ -26,6 +26,7 @@ ROOT_EDGES = frozenset({
     "__init__.py",  # the public API: re-exports from every place
     "llm.py",  # the one litellm importer
     "llm_source.py",  # LLM candidates for the compiler
+    "model_settings.py",  # model flags and DYNSTEER_* variables, checked LLM clients
     "judge_factory.py",  # judge flags, LLM judges built on a client
     "config_flags.py",  # evaluator thresholds as flags
     "storage.py",  # input files, reports

@@ -6,32 +6,13 @@ import json
 from pathlib import Path
 
 import pytest
-from builders import family
 from fake_llm import FakeLLMServer, Reply
+from judge_runs import chain_files as _files
+from judge_runs import standard_reply as _standard
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.events import ToolCall, ToolResult, UserMessage, event_to_record
 
 pytestmark = pytest.mark.usefixtures("core_cli")
-
-
-def _files(tmp_path: Path) -> tuple[Path, Path]:
-    bp = tmp_path / "bp.json"
-    bp.write_text(family("chain").blueprint().to_json())
-    events = [UserMessage("go")]
-    for i, bad in enumerate(("zzz", "yyy", "www"), start=1):  # a weak first stage escalates the next (eq. 9)
-        events += [ToolCall(f"f{i}", "op_a", {"x": bad}), ToolResult(f"f{i}", None, "ValueError: no")]
-    for i, node in enumerate("abc", start=1):
-        events += [ToolCall(f"c{i}", f"op_{node}", {"x": node}), ToolResult(f"c{i}", "ok")]
-    trace = tmp_path / "trace.jsonl"
-    trace.write_text("".join(json.dumps(event_to_record(e)) + "\n" for e in events))
-    return bp, trace
-
-
-def _standard(score: float) -> Reply:
-    dims = {d: {"score": score, "confidence": 0.9, "rationale": "t=4", "cited_steps": [4]}
-            for d in ("correctness", "efficiency", "safety", "tool_compliance")}
-    return Reply(content=json.dumps({"stage_satisfied": True, "dimensions": dims}))
 
 
 def _argv(bp: Path, trace: Path, out: Path, server: FakeLLMServer) -> list[str]:

@@ -15,7 +15,7 @@ from fake_llm import FakeLLMServer, Reply, call
 from pydantic import BaseModel
 
 from dynsteer_hook.errors import LLMError, LLMOutputError, LLMUnavailableError, LLMUsageError
-from dynsteer_hook.llm import LLMClient, ToolCall, backoff_delay, price_known
+from dynsteer_hook.llm import LLMClient, ModelToolCall, backoff_delay, price_known
 
 MESSAGES = [{"role": "user", "content": "Answer in JSON."}]
 
@@ -173,7 +173,7 @@ def test_tool_calls_are_offered_and_returned_unparsed(llm_server: FakeLLMServer)
     reply = _client(llm_server).complete(MESSAGES, tools=[tool])
     assert llm_server.requests[0]["tools"] == [tool]
     assert reply.text == ""
-    assert reply.tool_calls == (ToolCall("call-1-0", "lookup", '{"q": "a"}'), ToolCall("call-1-1", "lookup", '{"q": '))
+    assert reply.tool_calls == (ModelToolCall("call-1-0", "lookup", '{"q": "a"}'), ModelToolCall("call-1-1", "lookup", '{"q": '))
 
 
 def test_without_tools_no_tools_are_sent(llm_server: FakeLLMServer) -> None:

@@ -96,7 +96,11 @@ class Verdict:
 
 
 class Judge(Protocol):
-    """A stage judge of any tier."""
+    """A stage judge of any tier.
+
+    A judge may also offer ``settings() -> Mapping[str, Any]``, how it was made (its model,
+    endpoint, sampling); the report then records it under ``judges``.
+    """
 
     def __call__(self, request: JudgeRequest) -> Verdict:
         """Score ``request.dimensions`` of the stage."""

@@ -35,10 +35,20 @@ class JsonClient(Protocol):
         """The model string."""
         ...
 
+    @property
+    def endpoint(self) -> str | None:
+        """Where the model is served, with any secret removed (None: the provider's own endpoint)."""
+        ...
+
     def complete_json(self, messages: Any, output: type[T], *, temperature: float | None = None,
                       max_tokens: int | None = None) -> Any:
         """A completion validated as ``output`` (value None when the answer was unusable)."""
         ...
+
+
+def _made_by(client: JsonClient, **settings: Any) -> dict[str, Any]:
+    """How a judge was made, as its report shows it: the model, the endpoint without secrets, the sampling."""
+    return {"model": client.model, "endpoint": client.endpoint, **settings}
 
 
 def _usage(reply: Any) -> tuple[int, float]:
@@ -59,6 +69,10 @@ class StandardJudge:
     temperature: float = 0.7
     max_tokens: int = 800
     name: str = "tier2-standard"
+
+    def settings(self) -> dict[str, Any]:
+        """How this judge was made (model, endpoint without secrets, samples, temperature, answer limit)."""
+        return {"judge": self.name} | _made_by(self.client, samples=self.samples, temperature=self.temperature, max_tokens=self.max_tokens)
 
     def __call__(self, request: JudgeRequest) -> Verdict:
         messages = standard_messages(request)
@@ -112,6 +126,10 @@ class ExpertJudge:
     max_tokens: int = 1200
     concurrency: int = 4
     name: str = "tier3-specialist"
+
+    def settings(self) -> dict[str, Any]:
+        """How this judge was made (model, endpoint without secrets, passes, temperature, answer limit)."""
+        return {"judge": self.name} | _made_by(self.client, passes=self.passes, temperature=self.temperature, max_tokens=self.max_tokens)
 
     def _dimension(self, request: JudgeRequest, d: str) -> tuple[DimensionScore | None, list[str], int, float, int]:
         latest: SpecialistJudgement | None = None

@@ -11,6 +11,7 @@ tell (for example, the content of a message), which is what routes a stage upwar
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from dataclasses import dataclass
 from typing import Any
@@ -46,6 +47,10 @@ class Tier1Judge:
     invented_score: float = 0.2
     invented_penalty: float = 0.5
     name: str = "tier1-rules"
+
+    def settings(self) -> dict[str, Any]:
+        """How this judge was made: its rules' penalties."""
+        return {"judge": self.name} | {k: v for k, v in dataclasses.asdict(self).items() if k != "name"}
 
     def __call__(self, request: JudgeRequest) -> Verdict:
         live = [s for s in request.steps if not s.anchor]

@@ -305,6 +305,7 @@ class Evaluator:
                 tokens=self._tokens,
                 cost_usd=round(self._cost, 6),
             ),
+            judges=self._judge_settings(),
             blueprint=self._blueprint_summary(),
             config=cfg.to_dict(),
         )
@@ -314,6 +315,15 @@ class Evaluator:
             self._emit({"type": "end", "outcome": report.outcome, "score": report.score, "k": report.k, "t": report.t}
                        | ({"crash": crash} if crash else {}))
         return report
+
+    def _judge_settings(self) -> dict[str, dict[str, Any]]:
+        """How each usable tier's judge was made, for the judges that say (``settings()``)."""
+        made: dict[str, dict[str, Any]] = {}
+        for tier in self._tiers:
+            describe = getattr(self._judges[tier], "settings", None)
+            if callable(describe):
+                made[str(tier)] = dict(describe())
+        return made
 
     # -- raw clock -----------------------------------------------------------------
 

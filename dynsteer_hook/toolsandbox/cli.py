@@ -17,7 +17,8 @@ def add_run_parser(sub: Any) -> None:
     """Register the ToolSandbox subcommands on the main parser."""
     from dynsteer_hook.config_flags import add_config_flags
     from dynsteer_hook.judge_factory import add_judge_flags
-    from dynsteer_hook.toolsandbox.roles import AGENT_CHOICES, USER_CHOICES
+    from dynsteer_hook.model_settings import add_model_flags
+    from dynsteer_hook.toolsandbox.roles import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
 
     run = sub.add_parser(
         "run",
@@ -38,8 +39,10 @@ def add_run_parser(sub: Any) -> None:
     run.add_argument("--no-events", action="store_true", help="do not write dynsteer_events.jsonl per scenario")
     run.add_argument("--allow-stale-blueprints", action="store_true",
                      help="play blueprints compiled from another version of the scenario's public view (reported as stale)")
-    _add_role_model_flags(run, "agent", 0.0)
-    _add_role_model_flags(run, "user", 0.7)
+    add_model_flags(run, AGENT_MODEL, title=f"LiteLLM agent (--agent {LITELLM}: any model litellm reaches plays the agent)",
+                    skip=("json_mode",))
+    add_model_flags(run, USER_MODEL, title=f"LiteLLM user (--user {LITELLM}: any model litellm reaches simulates the user)",
+                    skip=("json_mode",))
     add_config_flags(run)
     add_judge_flags(run)
     run.set_defaults(func=_cmd_run)
@@ -171,37 +174,20 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return _finish(run_scenarios(scenarios, options, out, args.parallel, checked=True), out)
 
 
-def _add_role_model_flags(run: argparse.ArgumentParser, role: str, temperature: float) -> None:
-    g = run.add_argument_group(f"LiteLLM {role} (--{role} LiteLLM: any model litellm reaches plays the {role})")
-    g.add_argument(f"--{role}-model", default=None, help="litellm model string, e.g. openai/gpt-4o-mini, or openai/<name> with an api base")
-    g.add_argument(f"--{role}-api-base", default=None, help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp)")
-    g.add_argument(f"--{role}-api-key-env", default=None, metavar="VAR", help="environment variable holding the API key")
-    g.add_argument(f"--{role}-temperature", type=float, default=temperature, help=f"sampling temperature (default {temperature})")
-    g.add_argument(f"--{role}-timeout", type=float, default=120.0, help="seconds per attempt of a call, whole answer included")
-    g.add_argument(f"--{role}-max-retries", type=int, default=3, help="retries on timeouts, 429 and 5xx")
-    g.add_argument(f"--{role}-max-tokens", type=int, default=1024, help="answer length limit per turn")
-
-
 def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:
-    """The LiteLLM role's model settings, checked before any rollout (None for other roles)."""
-    from dynsteer_hook.toolsandbox.roles import LITELLM, RoleModelSettings
-
-    def opt(name: str) -> Any:
-        return getattr(args, f"{role}_{name}")
+    """The LiteLLM role's model settings (flags, then ``DYNSTEER_<ROLE>_*``), checked before any rollout (None for other roles)."""
+    from dynsteer_hook.model_settings import model_from_args
+    from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM, USER_MODEL
 
     chosen = getattr(args, role)
     if chosen != LITELLM:
-        if opt("model") or opt("api_base"):
+        # Only flags are refused here: an environment variable is a default, not a request.
+        if getattr(args, f"{role}_model") or getattr(args, f"{role}_api_base"):
             raise DynsteerError(f"--{role}-model and --{role}-api-base are for --{role} {LITELLM}; the {role} {chosen} has its own model")
         return None
-    if not opt("model"):
+    settings = model_from_args(args, AGENT_MODEL if role == "agent" else USER_MODEL)
+    if not settings.model:
         raise DynsteerError(f"--{role} {LITELLM} needs --{role}-model, e.g. openai/gpt-4o-mini (add --{role}-api-base for a local server)")
-    if opt("timeout") <= 0 or opt("max_retries") < 0 or opt("max_tokens") < 1:
-        raise DynsteerError(f"--{role}-timeout must be positive, --{role}-max-retries 0 or more and --{role}-max-tokens at least 1")
-    settings = RoleModelSettings(
-        role=role, model=opt("model"), api_base=opt("api_base"), api_key_env=opt("api_key_env"), temperature=opt("temperature"),
-        timeout=opt("timeout"), max_retries=opt("max_retries"), max_tokens=opt("max_tokens"),
-    )
     settings.client()  # a bad model string or a missing key stops the run before it starts
     return settings
 

@@ -23,7 +23,13 @@ from pydantic import ValidationError
 from dynsteer_hook.blueprint_cache import CompileOutcome, compile_to_file
 from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource
 from dynsteer_hook.errors import DynsteerError, OutputError, ScenarioError
+from dynsteer_hook.model_settings import ModelSettings, add_model_flags, model_from_args
 from dynsteer_hook.task_view import TaskView
+
+COMPILE_MODEL = ModelSettings(prefix="compile", temperature=0.7, timeout=300.0, max_retries=3, max_tokens=2048, backoff=1.0)
+"""Defaults of the compile model (``--compile-*``, ``DYNSTEER_COMPILE_*``); local CPU models are slow, hence the timeout."""
+LEGACY_FLAGS = ("model", "api_base", "api_key_env", "temperature", "timeout", "max_retries", "backoff", "max_tokens", "json_mode")
+"""Fields whose unprefixed flags (``--model``, ``--api-base``...) keep working beside ``--compile-*``."""
 
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
 
@@ -37,7 +43,8 @@ def add_compile_parser(sub: Any) -> None:
     p = sub.add_parser(
         "compile",
         help="compile public task views into blueprints (LLM candidates via litellm and/or the deterministic generator)",
-        description="Samples C candidate graphs per view (with --model, through litellm; any model string and --api-base), "
+        description="Samples C candidate graphs per view (with --compile-model, through litellm; any model string and "
+        "--compile-api-base; the unprefixed --model, --api-base... still work), "
         "adds the deterministic generator's C candidates unless --no-generator, validates them, merges them by strict "
         "majority and stores blueprints/<scenario>.json keyed by the public-view hash.",
     )
@@ -45,28 +52,18 @@ def add_compile_parser(sub: Any) -> None:
     target.add_argument("-s", "--scenarios", nargs="+", metavar="NAME", help="ToolSandbox scenarios to compile")
     target.add_argument("--all", action="store_true", help="every ToolSandbox scenario")
     target.add_argument("--view", action="append", type=Path, metavar="FILE", help="a TaskView JSON file (repeatable)")
-    llm = p.add_argument_group("language model (litellm)")
-    llm.add_argument("--model", help="litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, "
-                     "ollama/llama3, or openai/<name> with --api-base (none: the generator alone)")
-    llm.add_argument("--api-base", help="endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a proxy)")
-    llm.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the API key (default: the provider's own)")
-    llm.add_argument("--temperature", type=float, default=0.7, help="sampling temperature (default 0.7)")
-    llm.add_argument("--timeout", type=float, default=300.0, help="seconds allowed per attempt of a call, whole answer included (default 300; local CPU models are slow)")
-    llm.add_argument("--max-retries", type=int, default=3, help="retries for timeouts, 429, 5xx and connection errors (default 3)")
-    llm.add_argument("--backoff", type=float, default=1.0, metavar="SECONDS",
-                     help="wait before the first retry, doubled for each next one, at most 30 s (default 1)")
-    llm.add_argument("--max-tokens", type=int, default=2048, help="answer length limit per candidate (default 2048)")
+    add_model_flags(p, COMPILE_MODEL, title="language model (litellm; without a model the generator works alone)",
+                    aliases={f: "--" + f.replace("_", "-") for f in LEGACY_FLAGS})
+    llm = p.add_argument_group("candidate calls")
     llm.add_argument("--concurrency", type=int, default=1, metavar="N",
                      help="candidate calls in flight at once per view (default 1; raise it for hosted APIs)")
-    llm.add_argument("--json-mode", choices=["auto", "object", "schema", "off"], default="auto",
-                     help="how JSON output is requested (default auto: json_object with schema for --api-base servers)")
     p.add_argument("-c", "--candidates", type=int, default=DEFAULT_CANDIDATES, metavar="C",
                    help=f"candidates per source and view (default {DEFAULT_CANDIDATES})")
     p.add_argument("--min-valid", type=int, default=None, metavar="N",
                    help="fewest valid candidates accepted (default: a strict majority of all candidates)")
     gen = p.add_mutually_exclusive_group()
-    gen.add_argument("--no-generator", action="store_true", help="LLM candidates only (needs --model)")
-    gen.add_argument("--generator-only", action="store_true", help="deterministic generator only (no --model)")
+    gen.add_argument("--no-generator", action="store_true", help="LLM candidates only (needs --compile-model)")
+    gen.add_argument("--generator-only", action="store_true", help="deterministic generator only (no --compile-model)")
     p.add_argument("-o", "--out", type=Path, default=None, help="blueprint directory (default: the repository's blueprints/toolsandbox)")
     p.add_argument("--force", action="store_true", help="recompile views whose stored blueprint is up to date")
     p.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"])
@@ -81,29 +78,21 @@ def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | Non
         raise DynsteerError(f"--candidates {args.candidates} must be at least 1")
     if args.min_valid is not None and args.min_valid < 1:
         raise DynsteerError(f"--min-valid {args.min_valid} must be at least 1")
-    if args.generator_only and args.model:
-        raise DynsteerError("--generator-only uses no model; drop --model or --generator-only")
-    if args.no_generator and not args.model:
-        raise DynsteerError("--no-generator leaves no candidate source; pass --model too")
+    settings = model_from_args(args, COMPILE_MODEL)
+    if args.generator_only and settings.model:
+        raise DynsteerError("--generator-only uses no model; drop --compile-model (--model), or --generator-only")
+    if args.no_generator and not settings.model:
+        raise DynsteerError("--no-generator leaves no candidate source; pass --compile-model (--model) too")
     sources: list[CandidateSource] = []
-    if args.model:
-        from dynsteer_hook.llm import LLMClient, api_key_from_env
+    if settings.model:
         from dynsteer_hook.llm_source import llm_source
 
-        if args.max_tokens < 1:
-            raise DynsteerError(f"--max-tokens {args.max_tokens} must be at least 1")
         if args.concurrency < 1:
             raise DynsteerError(f"--concurrency {args.concurrency} must be at least 1")
-        client = LLMClient(
-            model=args.model, api_base=args.api_base, api_key=api_key_from_env(args.api_key_env, "--api-key-env"), timeout=args.timeout,
-            max_retries=args.max_retries, backoff_base=args.backoff, temperature=args.temperature, max_tokens=args.max_tokens,
-            json_mode=args.json_mode,
-        )
-        client.check()
-        sources.append(llm_source(client, concurrency=args.concurrency))
+        sources.append(llm_source(settings.client(), concurrency=args.concurrency))
     if not args.no_generator:
         sources.append(deterministic_source)
-    return sources, args.model
+    return sources, settings.model
 
 
 def _read_view(path: Path) -> TaskView:

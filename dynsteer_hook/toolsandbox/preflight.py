@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.model_settings import ModelSettings
 from dynsteer_hook.storage import load_valid_blueprint
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
-from dynsteer_hook.toolsandbox.roles import LITELLM, SCRIPTED, RoleModelSettings
+from dynsteer_hook.toolsandbox.roles import LITELLM, SCRIPTED
 from dynsteer_hook.toolsandbox.scenario_view import public_view
 from dynsteer_hook.toolsandbox.scripted import ScenarioScript, load_script
 
@@ -34,7 +35,7 @@ def blueprint_path(directory: Path, name: str) -> Path:
     return directory / f"{name}.json"
 
 
-def model_of(role: str, settings: RoleModelSettings | None) -> RoleModelSettings:
+def model_of(role: str, settings: ModelSettings | None) -> ModelSettings:
     """The LiteLLM role's model settings, or one sentence saying which flag is missing."""
     if settings is None:
         raise ScenarioError(f"the LiteLLM {role} needs a model: pass --{role}-model (and --{role}-api-base for a local server)")
@@ -100,8 +101,8 @@ def check_blueprints(scenarios: dict[str, Scenario], directory: Path, *, allow_s
 
 
 def check_inputs(scenarios: dict[str, Scenario], *, agent: str, user: str, evaluator: str, script: Path | None,
-                 blueprint_dir: Path | None, agent_model: RoleModelSettings | None = None,
-                 user_model: RoleModelSettings | None = None, allow_stale: bool = False) -> BlueprintCheck:
+                 blueprint_dir: Path | None, agent_model: ModelSettings | None = None,
+                 user_model: ModelSettings | None = None, allow_stale: bool = False) -> BlueprintCheck:
     """Fail before anything is played when a model, a script entry or a blueprint is missing or wrong."""
     if agent == LITELLM:
         model_of("agent", agent_model)

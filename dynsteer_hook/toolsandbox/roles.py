@@ -12,10 +12,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.model_settings import ModelSettings
 
 if TYPE_CHECKING:
-    from dynsteer_hook.llm import LLMClient
-
     from tool_sandbox.roles.base_role import BaseRole
 
 SCRIPTED = "Scripted"
@@ -84,47 +83,14 @@ AGENT_CHOICES = [*AGENTS, SCRIPTED, LITELLM]
 USER_CHOICES = [*USERS, SCRIPTED, LITELLM]
 
 
-@dataclass(frozen=True)
-class RoleModelSettings:
-    """The model behind a LiteLLM agent or user (a small frozen value, so it travels to worker processes).
+AGENT_MODEL = ModelSettings(prefix="agent", temperature=0.0, timeout=120.0, max_retries=3, max_tokens=1024)
+"""Defaults of the LiteLLM agent's model (``--agent-*``, ``DYNSTEER_AGENT_*``): greedy answers."""
+USER_MODEL = ModelSettings(prefix="user", temperature=0.7, timeout=120.0, max_retries=3, max_tokens=1024)
+"""Defaults of the LiteLLM user's model (``--user-*``, ``DYNSTEER_USER_*``)."""
 
-    Attributes:
-        role: ``agent`` or ``user``: which role it plays (and which flags named it).
-        model: A litellm model string, e.g. ``openai/gpt-4o-mini``, or ``openai/<name>`` with ``api_base``.
-        api_base: Endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp); None for the provider's own.
-        api_key_env: Environment variable holding the key; None lets litellm read the provider's own variable.
-        temperature: Sampling temperature.
-        timeout: Seconds allowed per call.
-        max_retries: Retries on timeouts, 429, 5xx and connection errors.
-        max_tokens: Answer length limit per turn.
-    """
 
-    role: Literal["agent", "user"]
-    model: str
-    api_base: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.0
-    timeout: float = 120.0
-    max_retries: int = 3
-    max_tokens: int = 1024
+def litellm_role(kind: Literal["agent", "user"], settings: ModelSettings) -> BaseRole:
+    """The LiteLLM agent or user, calling ``settings``' model through a checked client."""
+    from dynsteer_hook.toolsandbox.llm_roles import LiteLLMAgent, LiteLLMUser
 
-    def client(self) -> LLMClient:
-        """A checked client for this model.
-
-        Raises:
-            ConfigError: The named key variable is not set.
-            LLMUsageError: Unknown provider or missing key (one sentence naming the fix).
-        """
-        from dynsteer_hook.llm import LLMClient, api_key_from_env
-
-        client = LLMClient(
-            self.model, api_base=self.api_base, api_key=api_key_from_env(self.api_key_env, f"--{self.role}-api-key-env"),
-            timeout=self.timeout, max_retries=self.max_retries, temperature=self.temperature, max_tokens=self.max_tokens,
-        )
-        client.check()
-        return client
-
-    def build(self) -> BaseRole:
-        from dynsteer_hook.toolsandbox.llm_roles import LiteLLMAgent, LiteLLMUser
-
-        return (LiteLLMAgent if self.role == "agent" else LiteLLMUser)(self.client())
+    return (LiteLLMAgent if kind == "agent" else LiteLLMUser)(settings.client())

@@ -27,6 +27,7 @@ from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import OutputError, ScenarioError
 from dynsteer_hook.events import Event
 from dynsteer_hook.judge_factory import JudgeSettings
+from dynsteer_hook.model_settings import ModelSettings
 from dynsteer_hook.outputs import JsonlSink, create_dir, reason, write_json_atomic
 from dynsteer_hook.report import IncompleteLog, with_files
 from dynsteer_hook.runtime.evaluator import Evaluator
@@ -44,7 +45,7 @@ from dynsteer_hook.toolsandbox.preflight import (
     default_blueprint_dir,
     model_of,
 )
-from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory, RoleModelSettings
+from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory, litellm_role
 from dynsteer_hook.toolsandbox.scenario_view import public_view
 from dynsteer_hook.toolsandbox.scenarios import TEST_SCENARIO_NAMES, load_scenarios
 from dynsteer_hook.toolsandbox.scripted import ScriptedAgent, ScriptedUser, load_script
@@ -75,8 +76,8 @@ class RunOptions:
     config: EvaluatorConfig = field(default_factory=EvaluatorConfig)
     judges: JudgeSettings = field(default_factory=JudgeSettings)
     write_events: bool = True
-    agent_model: RoleModelSettings | None = None  # the model of the LiteLLM agent
-    user_model: RoleModelSettings | None = None  # the model of the LiteLLM user
+    agent_model: ModelSettings | None = None  # the model of the LiteLLM agent
+    user_model: ModelSettings | None = None  # the model of the LiteLLM user
     allow_stale: bool = False  # play blueprints compiled from another version of the public view
 
 
@@ -89,13 +90,13 @@ def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRol
         scripted_agent = ScriptedAgent(script[name].agent)
         agent: BaseRole = scripted_agent
     elif options.agent == LITELLM:
-        agent = model_of("agent", options.agent_model).build()
+        agent = litellm_role("agent", model_of("agent", options.agent_model))
     else:
         agent = AGENTS[options.agent].build()
     if options.user == SCRIPTED:
         user: BaseRole = ScriptedUser(script[name].user)
     elif options.user == LITELLM:
-        user = model_of("user", options.user_model).build()
+        user = litellm_role("user", model_of("user", options.user_model))
     else:
         user = USERS[options.user].build()
     return {RoleType.USER: user, RoleType.EXECUTION_ENVIRONMENT: ExecutionEnvironment(), RoleType.AGENT: agent}, scripted_agent
@@ -253,11 +254,11 @@ def _play(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], output
 
 def output_directory_for(base: Path, options: RunOptions) -> Path:
     """ToolSandbox's naming: agent_<model>_user_<model>_<timestamp>."""
-    def name(chosen: str, table: dict[str, RoleFactory], model: RoleModelSettings | None) -> str:
+    def name(chosen: str, table: dict[str, RoleFactory], model: ModelSettings | None) -> str:
         if chosen == SCRIPTED:
             return SCRIPTED
         if chosen == LITELLM:
-            return model.model.replace("/", "_") if model else LITELLM
+            return model.model.replace("/", "_") if model and model.model else LITELLM
         return table[chosen].model_name(chosen)
 
     agent = name(options.agent, AGENTS, options.agent_model)

@@ -42,6 +42,7 @@ class FakeClient:
     """Answers complete_json from a queue: a dict (validated into the output model), an exception, or garbage."""
 
     model = "fake/judge"
+    endpoint = "http://127.0.0.1:9/v1"
 
     def __init__(self, answers: list[Any]) -> None:
         self.answers = list(answers)

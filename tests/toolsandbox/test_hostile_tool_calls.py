@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import pytest
 from fake_llm import FakeLLMServer, Reply
 from ts_support import BLUEPRINTS, D
 
-from dynsteer_hook.toolsandbox.roles import LITELLM, RoleModelSettings
+from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM
 from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario
 
 pytestmark = pytest.mark.toolsandbox
@@ -129,7 +129,7 @@ def play(role: str, scenario: str, calls: tuple[tuple[str, Any], ...], scenarios
     if role == LITELLM:
         tool_calls = tuple((n, _arguments_text(a), *([call_ids[i]] if i < len(call_ids) else [])) for i, (n, a) in enumerate(calls))
         server.script(Reply(content=None, tool_calls=tool_calls), Reply(content="Done."), Reply(content="Done."))
-        model = RoleModelSettings(role="agent", model="openai/fake-agent", api_base=server.url, max_retries=0)
+        model = replace(AGENT_MODEL, model="openai/fake-agent", api_base=server.url, max_retries=0)
     options = RunOptions(agent=role, user="Scripted", script=script, blueprint_dir=blueprints, agent_model=model)
     out = tmp_path / "out"
     return run_scenario((scenario, scenarios[scenario]), options=options, output_directory=out), out / "trajectories" / scenario

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import socket
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from fake_llm import FakeLLMServer, Reply, call
 from ts_support import SCRIPTS, A, B, C, D, E
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.toolsandbox.roles import LITELLM, RoleModelSettings
+from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM, USER_MODEL
 from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario, run_scenarios
 
 pytestmark = pytest.mark.toolsandbox
@@ -39,7 +40,7 @@ def _play(scenarios: dict[str, Any], name: str, base: str, tmp_path: Path, agent
     script = SCRIPTS / "clean_solver.json" if agent == "Scripted" else _silent_user(tmp_path, name)
     options = RunOptions(
         agent=agent, user="Scripted", script=script,
-        agent_model=RoleModelSettings(role="agent", model="openai/fake-agent", api_base=base, **model) if agent == LITELLM else None,
+        agent_model=replace(AGENT_MODEL, model="openai/fake-agent", api_base=base, **model) if agent == LITELLM else None,
     )
     return run_scenario((name, scenarios[name]), options=options, output_directory=tmp_path / agent)
 
@@ -158,11 +159,26 @@ def test_cli_plays_the_model_and_prints_a_verdict(scenarios: dict[str, Any], llm
     assert result["agent_llm"]["calls"] == 2
 
 
+def test_agent_model_from_the_environment_plays_the_run(scenarios: dict[str, Any], llm_server: FakeLLMServer, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """DYNSTEER_AGENT_MODEL and DYNSTEER_AGENT_API_BASE stand in for --agent-model and --agent-api-base; a flag still wins."""
+    llm_server.script(Reply(content=None, tool_calls=(call("set_cellular_service_status", {"on": False}),)), Reply(content="Cellular service is turned off"))
+    monkeypatch.setenv("DYNSTEER_AGENT_MODEL", "openai/env-agent")
+    monkeypatch.setenv("DYNSTEER_AGENT_API_BASE", "http://127.0.0.1:9/v1")  # nothing listens there: the flag below must win
+    code = main(["run", "--agent", LITELLM, "--agent-api-base", llm_server.url, "--user", "Scripted",
+                 "--script", str(_silent_user(tmp_path, A)), "-s", A, "-p", "1", "-o", str(tmp_path / "out")])
+    assert code == 0
+    assert [body["model"] for body in llm_server.requests] == ["env-agent", "env-agent"]
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(A + ":"))
+    assert line.startswith(f"{A}: completed: settled")
+    assert next((tmp_path / "out").iterdir()).name.startswith("agent_openai_env-agent_user_Scripted_")
+
+
 def test_agent_settings_travel_to_spawn_workers(scenarios: dict[str, Any], llm_server: FakeLLMServer, tmp_path: Path) -> None:
     """With -p 2 each worker process builds its own client from the settings and plays its scenario."""
     llm_server.script(*[Reply(content="I cannot help with that.")] * 2)
     options = RunOptions(agent=LITELLM, user="Scripted", script=_silent_user(tmp_path, A, D),
-                         agent_model=RoleModelSettings(role="agent", model="openai/fake-agent", api_base=llm_server.url))
+                         agent_model=replace(AGENT_MODEL, model="openai/fake-agent", api_base=llm_server.url))
     results = run_scenarios({n: scenarios[n] for n in (A, D)}, options, tmp_path / "out", 2)
     assert sorted(r["name"] for r in results) == sorted([A, D])
     assert all(r["exception_type"] is None and r["agent_llm"]["calls"] == 1 for r in results)
@@ -178,7 +194,7 @@ def test_model_as_user_is_prompted_by_the_scenario_and_ends_the_conversation(
     utterance = json.loads((SCRIPTS / "clean_solver.json").read_text())[C]["user"][0]
     llm_server.script(Reply(content=utterance), Reply(content=None, tool_calls=(call("end_conversation", {}),)))
     options = RunOptions(agent="Scripted", user=LITELLM, script=SCRIPTS / "clean_solver.json",
-                         user_model=RoleModelSettings(role="user", model="openai/fake-user", api_base=llm_server.url))
+                         user_model=replace(USER_MODEL, model="openai/fake-user", api_base=llm_server.url))
     r = run_scenario((C, scenarios[C]), options=options, output_directory=tmp_path / "llm_user")
     ref = run_scenario((C, scenarios[C]), options=RunOptions(agent="Scripted", user="Scripted", script=SCRIPTS / "clean_solver.json"),
                        output_directory=tmp_path / "scripted_user")
@@ -201,8 +217,8 @@ def test_model_plays_agent_and_user_together(scenarios: dict[str, Any], llm_serv
         Reply(content=None, tool_calls=(call("end_conversation", {}),)),
     )
     options = RunOptions(agent=LITELLM, user=LITELLM,
-                         agent_model=RoleModelSettings(role="agent", model="openai/fake-agent", api_base=llm_server.url),
-                         user_model=RoleModelSettings(role="user", model="openai/fake-user", api_base=llm_server.url))
+                         agent_model=replace(AGENT_MODEL, model="openai/fake-agent", api_base=llm_server.url),
+                         user_model=replace(USER_MODEL, model="openai/fake-user", api_base=llm_server.url))
     r = run_scenario((A, scenarios[A]), options=options, output_directory=tmp_path)
     assert r["exception_type"] is None, r["traceback"]
     assert r["similarity"] == pytest.approx(1.0) and r["dynsteer"]["outcome"] == "completed"
