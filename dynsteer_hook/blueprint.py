@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dynsteer_hook.errors import BlueprintError
+from dynsteer_hook.errors import BlueprintError, validation_problem
 from dynsteer_hook.predicates import ArgPredicate
 
 AGENT_MESSAGE_TOOL = "@agent_message"
@@ -180,12 +180,6 @@ def reference_errors(bp: Blueprint) -> list[tuple[str | None, str, str]]:
     return problems
 
 
-def _first_pydantic_error(err: ValidationError) -> str:
-    first = err.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "top level"
-    return f"{where}: {first.get('msg', 'invalid value')}"
-
-
 def parse_blueprint(text: str | bytes, *, source: str = "blueprint") -> Blueprint:
     """Parse blueprint JSON text and check referential integrity.
 
@@ -202,7 +196,7 @@ def parse_blueprint(text: str | bytes, *, source: str = "blueprint") -> Blueprin
         bp = Blueprint.model_validate(data)
     except ValidationError as exc:
         raise BlueprintError(
-            f"{source} does not match the blueprint schema at {_first_pydantic_error(exc)}; see blueprints/schema.json"
+            f"{source} does not match the blueprint schema at {validation_problem(exc)}; see blueprints/schema.json"
         ) from None
     problems = reference_errors(bp)
     if problems:

@@ -1,4 +1,10 @@
-"""The evaluator's thresholds and rates as command-line flags, and the ``EvaluatorConfig`` they make."""
+"""The evaluator's thresholds and rates as command-line flags, and the ``EvaluatorConfig`` they make.
+
+The flags are derived from the fields of ``EvaluatorConfig``: every number field is a flag
+(``theta_fail`` is ``--theta-fail``) whose help is the field's description and default, so a
+field added there is a flag here; fields that are not numbers (``initial_weights``) are set with
+``--set KEY=VALUE`` (a JSON value).
+"""
 
 from __future__ import annotations
 
@@ -9,34 +15,26 @@ from typing import Any
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import DynsteerError
 
-_THRESHOLD_FLAGS: dict[str, type] = {
-    "theta_pass": float,
-    "delta_margin": float,
-    "theta_low_u": float,
-    "theta_high_u": float,
-    "theta_warn": float,
-    "theta_fail": float,
-    "alpha": float,
-    "beta": float,
-    "n_stag": int,
-    "low_score_patience": int,
-    "structural_patience": int,
-    "max_tier": int,
-}
+
+def threshold_fields() -> dict[str, type]:
+    """The fields of ``EvaluatorConfig`` that are plain numbers, with their type (each is a flag)."""
+    return {name: f.annotation for name, f in EvaluatorConfig.model_fields.items() if f.annotation in (int, float)}
 
 
 def add_config_flags(p: argparse.ArgumentParser) -> None:
-    """Stop thresholds and rates as flags (defaults from ``EvaluatorConfig``)."""
-    g = p.add_argument_group("evaluator thresholds (defaults: see EvaluatorConfig)")
-    for name, kind in _THRESHOLD_FLAGS.items():
-        g.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, metavar=kind.__name__.upper())
+    """Stop thresholds and rates as flags (defaults and meanings from ``EvaluatorConfig``)."""
+    g = p.add_argument_group("evaluator thresholds and rates (EvaluatorConfig)")
+    for name, kind in threshold_fields().items():
+        field = EvaluatorConfig.model_fields[name]
+        g.add_argument(f"--{name.replace('_', '-')}", dest=name, type=kind, default=None, metavar=kind.__name__.upper(),
+                       help=f"{field.description} (default {field.default})")
     g.add_argument("--set", dest="config_set", action="append", default=[], metavar="KEY=VALUE",
-                   help="any other EvaluatorConfig field, e.g. --set efficiency_step_penalty=0.1")
+                   help='any EvaluatorConfig field as a JSON value, e.g. --set initial_weights=\'{"safety": 2}\'')
 
 
 def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
-    """An ``EvaluatorConfig`` with the flags given on the command line."""
-    overrides: dict[str, Any] = {k: getattr(args, k) for k in _THRESHOLD_FLAGS if getattr(args, k, None) is not None}
+    """An ``EvaluatorConfig`` with the flags given on the command line (a ``--set`` of a field wins over its named flag)."""
+    overrides: dict[str, Any] = {k: getattr(args, k) for k in threshold_fields() if getattr(args, k, None) is not None}
     for item in getattr(args, "config_set", []) or []:
         key, sep, raw = item.partition("=")
         if not sep:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 if TYPE_CHECKING:
     from dynsteer_hook.report import StopRecord
 
@@ -92,3 +94,18 @@ class Halt(BaseException):
     def __init__(self, stop: StopRecord) -> None:
         super().__init__(f"dynsteer halt: {stop.reason} at k={stop.k}, t={stop.t}: {stop.detail}")
         self.stop = stop
+
+
+def validation_problem(error: ValidationError, *, skip: int = 0, top: str = "top level") -> str:
+    """The first problem pydantic found, as ``where: what`` for a one-sentence error message.
+
+    Args:
+        error: The validation error.
+        skip: Leading parts of the location to leave out (a tagged union's tag, say).
+        top: What to call the place when the location is empty (the whole object).
+    """
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first.get("loc", ())[skip:]) or top
+    what = str(first.get("msg", "invalid value"))
+    # A validator's own sentence arrives as "Value error, <sentence>": the prefix says nothing to a user.
+    return f"{where}: {what.removeprefix('Value error, ')}"

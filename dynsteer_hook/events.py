@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from dynsteer_hook.errors import EventFileError
+from dynsteer_hook.errors import EventFileError, validation_problem
 
 Actor = Literal["agent", "user"]
 
@@ -226,10 +226,10 @@ def parse_event_line(line: str, *, lineno: int, source: str) -> Event | None:
     try:
         rec = _ADAPTER.validate_python(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first.get("loc", ())[1:]) or "record"
+        # The first part of the location is the union's tag (the kind), already named in the message.
         raise EventFileError(
-            f"{source} line {lineno} ({data.get('kind')!r}) is malformed at {where}: {first.get('msg')}; see the event schema (dynsteer schema events)"
+            f"{source} line {lineno} ({data.get('kind')!r}) is malformed at {validation_problem(exc, skip=1, top='record')}; "
+            "see the event schema (dynsteer schema events)"
         ) from None
     return record_to_event(rec)
 

@@ -4,9 +4,10 @@ Every LLM call of the package (blueprint candidate synthesis now, tier 2/3 stage
 later) goes through ``LLMClient``: any litellm model string and ``api_base`` (OpenAI,
 Anthropic, vLLM, Ollama, a llama.cpp server). The client owns:
 
-* retries: timeouts, 429, 5xx and connection errors are retried a bounded number of
-  times with exponential backoff (honouring ``Retry-After`` up to the cap); other 4xx
-  answers (bad key, bad request, unknown model) are not retried;
+* retries, through tenacity: timeouts, 429, 5xx and connection errors (``classify``) are
+  retried a bounded number of times with exponential backoff and jitter (honouring
+  ``Retry-After`` up to the cap), each wait logged as ``llm.retry``; other 4xx answers (bad
+  key, bad request, unknown model) are not retried;
 * a deadline per attempt: ``timeout`` bounds the whole attempt, from connecting to the
   last byte of the answer, so a server that trickles a few bytes at a time is cut off
   too (the HTTP client's own timeouts only bound each read); with retries a call ends
@@ -38,8 +39,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import structlog
 from pydantic import BaseModel
+from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential, wait_random
+from tenacity.wait import wait_base
 
-from dynsteer_hook.errors import ConfigError, LLMOutputError, LLMUnavailableError, LLMUsageError
+from dynsteer_hook.errors import ConfigError, LLMError, LLMOutputError, LLMUnavailableError, LLMUsageError
 from dynsteer_hook.llm_output import excerpt, parse_output
 
 # litellm downloads a price map at import unless told otherwise; the user's choice wins.
@@ -145,12 +148,24 @@ def price_known(model: str) -> bool:
     return bool(info.get("input_cost_per_token") or info.get("output_cost_per_token"))
 
 
-def backoff_delay(retry: int, base: float, cap: float, retry_after: float | None = None) -> float:
-    """Seconds to wait before retry number ``retry`` (0-based): base * 2**retry, capped; a server's Retry-After wins up to the cap."""
-    delay = min(cap, base * (2**retry))
-    if retry_after is not None and retry_after > delay:
-        delay = min(cap, retry_after)
-    return max(0.0, float(delay))
+class Backoff(wait_base):
+    """How long to wait before the next attempt: exponential with jitter, capped; a server's Retry-After wins up to the cap.
+
+    Before retry n (1-based) the wait is ``base * 2**(n - 1)`` plus a random share of up to one
+    ``base`` (so that clients failing together do not retry together), never more than ``cap``.
+    """
+
+    def __init__(self, base: float, cap: float) -> None:
+        self.base, self.cap = base, cap
+        self._exponential = wait_exponential(multiplier=base, max=cap) + wait_random(0, base)
+
+    def __call__(self, retry_state: RetryCallState) -> float:
+        delay = min(self.cap, float(self._exponential(retry_state)))
+        failure = retry_state.outcome.exception() if retry_state.outcome is not None else None
+        after = _retry_after(failure) if failure is not None else None
+        if after is not None and after > delay:
+            delay = min(self.cap, after)
+        return max(0.0, delay)
 
 
 class _AttemptTimeoutError(Exception):
@@ -239,6 +254,11 @@ def _connection_refused(exc: BaseException) -> bool:
     return False
 
 
+def _rejected_key(exc: BaseException) -> bool:
+    """The provider refused the key (401, 403): the user's to fix, never retried."""
+    return isinstance(exc, (llm_errors.AuthenticationError, llm_errors.PermissionDeniedError)) or _status(exc) in (401, 403)
+
+
 def classify(exc: BaseException) -> str | None:
     """The retryable kind of a provider error (``timeout``, ``connection``, ``rate-limit``, ``server``), or None if retrying cannot help."""
     if isinstance(exc, (llm_errors.Timeout, _AttemptTimeoutError)):
@@ -260,7 +280,7 @@ def classify(exc: BaseException) -> str | None:
 _REPEATED_PREFIX = re.compile(r"\b(\w+): \1: ")
 
 
-def _short(exc: BaseException) -> str:
+def _short(exc: BaseException | None) -> str:
     text = _REPEATED_PREFIX.sub(r"\1: ", str(exc).replace("litellm.", "")).replace("OpenAIException - ", "")
     return excerpt(text, 200)
 
@@ -467,37 +487,46 @@ class LLMClient:
 
         _warm_up(self.model)
         notes: list[str] = []
+        calls = 0
+
+        def attempt() -> Any:
+            nonlocal calls
+            while True:
+                calls += 1
+                try:
+                    return self._call(kwargs)
+                except llm_errors.BadRequestError as exc:
+                    if "response_format" not in kwargs or _rejected_key(exc):
+                        raise
+                    # Some providers reject JSON mode; the answer is validated anyway, so ask again at once without it.
+                    notes.append(f"the provider rejected response_format ({_short(exc)}); asked again without it")
+                    del kwargs["response_format"]
+
+        def before_sleep(state: RetryCallState) -> None:
+            failure = state.outcome.exception() if state.outcome is not None else None
+            delay = state.next_action.sleep if state.next_action is not None else 0.0
+            kind = classify(failure) if failure is not None else None
+            _log.warning("llm.retry", model=self.model, kind=kind, attempt=calls, delay_s=delay, error=_short(failure))
+            notes.append(f"attempt {calls}: {kind} ({_short(failure)}); retried after {delay:.2f} s")
+
+        retrying = Retrying(
+            retry=retry_if_exception(lambda exc: not _rejected_key(exc) and classify(exc) is not None),
+            stop=stop_after_attempt(self.max_retries + 1),
+            wait=Backoff(self.backoff_base, self.backoff_max),
+            sleep=self.sleep,
+            before_sleep=before_sleep,
+            reraise=True,
+        )
         start = time.perf_counter()
-        attempt = failures = 0
-        while True:
-            attempt += 1
-            try:
-                response = self._call(kwargs)
-                break
-            except Exception as exc:
-                if isinstance(exc, (llm_errors.AuthenticationError, llm_errors.PermissionDeniedError)) or _status(exc) in (401, 403):
-                    raise LLMUsageError(
-                        f"{self._where()} rejected the API key ({_short(exc)}); check the key or --api-key-env"
-                    ) from None
-                kind = classify(exc)
-                if kind is None:
-                    if "response_format" in kwargs and isinstance(exc, llm_errors.BadRequestError):
-                        # Some providers reject JSON mode; the answer is validated anyway.
-                        notes.append(f"the provider rejected response_format ({_short(exc)}); asked again without it")
-                        del kwargs["response_format"]
-                        continue
-                    if not isinstance(exc, openai.OpenAIError):
-                        raise  # not a provider answer: a bug, let it show
-                    raise LLMUsageError(f"{self._where()} refused the request ({_short(exc)}); check the model name and options") from None
-                failures += 1
-                if failures > self.max_retries:
-                    raise self._unavailable(kind, exc, attempt) from None
-                delay = backoff_delay(failures - 1, self.backoff_base, self.backoff_max, _retry_after(exc))
-                _log.warning("llm.retry", model=self.model, kind=kind, attempt=attempt, delay_s=delay, error=_short(exc))
-                notes.append(f"attempt {attempt}: {kind} ({_short(exc)}); retried after {delay:.2f} s")
-                self.sleep(delay)
+        try:
+            response = retrying(attempt)
+        except Exception as exc:
+            error = self._failure(exc, calls)
+            if error is None:
+                raise  # not a provider's answer: a bug, let it show
+            raise error from None
         seconds = time.perf_counter() - start
-        return self._completion(response, attempt, seconds, notes)
+        return self._completion(response, calls, seconds, notes)
 
     def complete_json(
         self,
@@ -530,6 +559,17 @@ class LLMClient:
 
     def _where(self) -> str:
         return f"provider of {self.model}" + (f" at {self.endpoint}" if self.api_base else "")
+
+    def _failure(self, exc: BaseException, attempts: int) -> LLMError | None:
+        """The error a failed call ends in: a usage error, unavailability after the retries, or None (not a provider's answer)."""
+        if _rejected_key(exc):
+            return LLMUsageError(f"{self._where()} rejected the API key ({_short(exc)}); check the key or --api-key-env")
+        kind = classify(exc)
+        if kind is not None:
+            return self._unavailable(kind, exc, attempts)
+        if isinstance(exc, openai.OpenAIError):
+            return LLMUsageError(f"{self._where()} refused the request ({_short(exc)}); check the model name and options")
+        return None
 
     def _unavailable(self, kind: str, exc: BaseException, attempts: int) -> LLMUnavailableError:
         what = {

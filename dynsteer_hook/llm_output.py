@@ -16,6 +16,8 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from dynsteer_hook.errors import validation_problem
+
 T = TypeVar("T", bound=BaseModel)
 
 _FENCE = re.compile(r"```[A-Za-z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
@@ -60,12 +62,6 @@ class ParsedOutput(Generic[T]):
     error: str | None = None
 
 
-def _first_error(err: ValidationError) -> str:
-    first = err.errors()[0]
-    where = ".".join(str(p) for p in first.get("loc", ())) or "top level"
-    return f"{where}: {first.get('msg', 'invalid value')}"
-
-
 def parse_output(text: str, model: type[T], *, truncated: bool = False) -> ParsedOutput[T]:
     """Validate the JSON object in ``text`` as ``model``; a failure is data, not an exception.
 
@@ -84,4 +80,4 @@ def parse_output(text: str, model: type[T], *, truncated: bool = False) -> Parse
     try:
         return ParsedOutput(model.model_validate_json(body))
     except ValidationError as exc:
-        return ParsedOutput(None, "shape", f"the JSON does not match {model.__name__} at {_first_error(exc)}{cut}")
+        return ParsedOutput(None, "shape", f"the JSON does not match {model.__name__} at {validation_problem(exc)}{cut}")

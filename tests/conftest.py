@@ -43,6 +43,21 @@ def core_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "dynsteer_hook.toolsandbox.cli", None)
 
 
+PRICE_IN, PRICE_OUT = 1e-6, 2e-6
+"""USD per prompt and per answer token of the ``priced_model`` fixture's model."""
+
+
+@pytest.fixture
+def priced_model(monkeypatch: pytest.MonkeyPatch) -> str:
+    """A model name with a price of our own in litellm's price map (PRICE_IN, PRICE_OUT), so no test hard-codes litellm's table."""
+    from dynsteer_hook import llm  # sets up litellm (its local price map) before the map is touched
+
+    name = "dynsteer-priced-test-model"
+    monkeypatch.setitem(llm.litellm.model_cost, name, {"input_cost_per_token": PRICE_IN, "output_cost_per_token": PRICE_OUT,
+                                                       "litellm_provider": "openai", "mode": "chat"})
+    return name
+
+
 @pytest.fixture
 def llm_server() -> Iterator[FakeLLMServer]:
     """A scripted OpenAI-compatible server on 127.0.0.1 (random free port), stopped after the test."""

@@ -165,14 +165,15 @@ def test_report_path_under_a_file(files: dict[str, Path], capsys: pytest.Capture
 @pytest.mark.parametrize(
     ("flags", "fragment"),
     [
-        (["--theta-fail", "2"], "theta_fail=2.0 is outside [0, 1]"),
+        (["--theta-fail", "2"], "config value theta_fail=2.0 is not accepted (input should be less than or equal to 1); its default is 0.3"),
         (["--set", "theta_fail"], "--set 'theta_fail' is not KEY=VALUE"),
         (["--set", "no_such_field=1"], "unknown config field(s) ['no_such_field']"),
         (["--theta-fail", "0.9"], "theta_fail=0.9 is above theta_warn=0.6"),
-        (["--set", "n_stag=abc"], "config value n_stag='abc' should be an integer"),
-        (["--set", "theta_pass=high"], "config value theta_pass='high' should be a number"),
-        (["--set", "n_stag=2.5"], "config value n_stag=2.5 should be an integer"),
-        (["--set", 'initial_weights={"safety": "a"}'], "must give a positive weight"),
+        (["--set", "n_stag=abc"], "config value n_stag='abc' is not accepted (input should be a valid integer)"),
+        (["--set", "theta_pass=high"], "config value theta_pass='high' is not accepted (input should be a valid number)"),
+        (["--set", "n_stag=2.5"], "config value n_stag=2.5 is not accepted (input should be a valid integer)"),
+        (["--set", 'initial_weights={"safety": "a"}'], "config value initial_weights={'safety': 'a'} is not accepted"),
+        (["--set", "theta_pass=true"], "config value theta_pass=True is not accepted (input should be a valid number)"),
     ],
 )
 def test_bad_threshold_flags(files: dict[str, Path], capsys: pytest.CaptureFixture[str], flags: list[str], fragment: str) -> None:

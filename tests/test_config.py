@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import re
-from dataclasses import fields
 
 import pytest
 
 from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.config_flags import add_config_flags, config_from_args, threshold_fields
 from dynsteer_hook.errors import ConfigError
 
 
@@ -25,17 +26,18 @@ def test_partial_initial_weights_are_completed_and_normalised() -> None:
 @pytest.mark.parametrize(
     ("over", "fragment"),
     [
-        ({"theta_pass": 1.5}, "theta_pass=1.5 is outside [0, 1]"),
-        ({"theta_fail": -0.1}, "theta_fail=-0.1 is outside [0, 1]"),
+        ({"theta_pass": 1.5}, "theta_pass=1.5 is not accepted (input should be less than or equal to 1)"),
+        ({"theta_fail": -0.1}, "theta_fail=-0.1 is not accepted (input should be greater than or equal to 0)"),
         ({"theta_fail": 0.7, "theta_warn": 0.6}, "theta_fail must not exceed theta_warn"),
         ({"theta_low_u": 0.6, "theta_high_u": 0.5}, "the low bound must not exceed the high one"),
-        ({"alpha": -1.0}, "alpha=-1.0 is negative"),
-        ({"n_stag": 0}, "n_stag=0 must be at least 1"),
-        ({"structural_patience": 0}, "structural_patience=0 must be at least 1"),
-        ({"max_tier": 4}, "max_tier=4 is not a tier"),
-        ({"initial_weights": {"speed": 1.0}}, "must give a positive weight"),
-        ({"initial_weights": {"safety": 0.0}}, "must give a positive weight"),
-        ({"min_weight": 0.25}, "min_weight=0.25 must be in [0, 0.25)"),
+        ({"alpha": -1.0}, "alpha=-1.0 is not accepted (input should be greater than or equal to 0)"),
+        ({"n_stag": 0}, "n_stag=0 is not accepted (input should be greater than or equal to 1)"),
+        ({"structural_patience": 0}, "structural_patience=0 is not accepted (input should be greater than or equal to 1)"),
+        ({"max_tier": 4}, "max_tier=4 is not accepted (input should be less than or equal to 3)"),
+        ({"initial_weights": {"speed": 1.0}}, "initial_weights={'speed': 1.0} is not accepted (input should be 'correctness'"),
+        ({"initial_weights": {"safety": 0.0}}, "initial_weights={'safety': 0.0} is not accepted (input should be greater than 0)"),
+        ({"min_weight": 0.25}, "min_weight=0.25 is not accepted (input should be less than 0.25)"),
+        ({"theta_pass": float("nan")}, "theta_pass=nan is not accepted"),
     ],
 )
 def test_invalid_values_are_rejected(over: dict[str, object], fragment: str) -> None:
@@ -59,11 +61,11 @@ def test_overrides_copy_and_validate() -> None:
 @pytest.mark.parametrize(
     ("over", "fragment"),
     [
-        ({"n_stag": "abc"}, "n_stag='abc' should be an integer"),
-        ({"n_stag": 2.5}, "n_stag=2.5 should be an integer"),
-        ({"n_stag": True}, "n_stag=True should be an integer"),
-        ({"theta_fail": "low"}, "theta_fail='low' should be a number"),
-        ({"initial_weights": [1, 2]}, "initial_weights=[1, 2] should be a mapping"),
+        ({"n_stag": "abc"}, "n_stag='abc' is not accepted (input should be a valid integer); its default is 8"),
+        ({"n_stag": 2.5}, "n_stag=2.5 is not accepted (input should be a valid integer)"),
+        ({"n_stag": True}, "n_stag=True is not accepted (input should be a valid integer)"),
+        ({"theta_fail": "low"}, "theta_fail='low' is not accepted (input should be a valid number); its default is 0.3"),
+        ({"initial_weights": [1, 2]}, "initial_weights=[1, 2] is not accepted (input should be a valid dictionary)"),
     ],
 )
 def test_overrides_of_the_wrong_type_are_config_errors(over: dict[str, object], fragment: str) -> None:
@@ -79,12 +81,35 @@ def test_integer_overrides_for_float_fields_are_fine() -> None:
 
 def test_non_numeric_initial_weight_is_a_config_error() -> None:
     """A weight that is not a number is rejected like a non-positive one."""
-    with pytest.raises(ConfigError, match="must give a positive weight"):
-        EvaluatorConfig(initial_weights={"safety": "a"})  # type: ignore[dict-item]
+    with pytest.raises(ConfigError, match=re.escape("initial_weights={'safety': 'a'} is not accepted (input should be a valid number)")):
+        EvaluatorConfig(initial_weights={"safety": "a"})
 
 
-def test_to_dict_lists_every_field() -> None:
-    """to_dict carries every field for the report."""
-    d = EvaluatorConfig().to_dict()
-    assert set(d) == {f.name for f in fields(EvaluatorConfig)}
-    assert d["n_stag"] == 8 and d["theta_fail"] == 0.3
+def test_to_dict_round_trips_through_the_constructor() -> None:
+    """to_dict carries every field for the report: a config rebuilt from it is the same config."""
+    config = EvaluatorConfig(n_stag=3, initial_weights={"safety": 2.0}, theta_fail=0.25)
+    assert EvaluatorConfig(**config.to_dict()) == config
+    assert config.to_dict()["n_stag"] == 3 and config.to_dict()["initial_weights"] == {"safety": 2.0}
+
+
+def _changed(name: str) -> float | int:
+    default = EvaluatorConfig.model_fields[name].default
+    return default + 1 if isinstance(default, int) else default / 2
+
+
+@pytest.mark.parametrize("name", sorted(threshold_fields()))
+def test_every_number_field_is_a_command_line_flag(name: str) -> None:
+    """--<field> sets that field, for every number field of EvaluatorConfig (the flags are derived, not listed)."""
+    parser = argparse.ArgumentParser()
+    add_config_flags(parser)
+    value = _changed(name)
+    assert getattr(config_from_args(parser.parse_args([f"--{name.replace('_', '-')}", str(value)])), name) == value
+
+
+def test_set_reaches_fields_that_are_not_numbers() -> None:
+    """--set initial_weights='{...}' sets the weights; a --set of a field wins over its named flag."""
+    parser = argparse.ArgumentParser()
+    add_config_flags(parser)
+    args = parser.parse_args(["--set", 'initial_weights={"safety": 3}', "--n-stag", "4", "--set", "n_stag=5"])
+    config = config_from_args(args)
+    assert config.initial_weights == {"safety": 3.0} and config.n_stag == 5

@@ -166,7 +166,7 @@ def test_hostile_input_file(kind: Kind, bad: Malformation, tmp_path: Path, monke
     ("value", "needle"),
     [
         pytest.param("[" * 100_000 + "]" * 100_000, "nests arrays and objects too deeply", id="nested_past_the_stack"),
-        pytest.param('{"safety": "a"}', "must give a positive weight", id="wrong_type"),
+        pytest.param('{"safety": "a"}', "config value initial_weights={'safety': 'a'} is not accepted", id="wrong_type"),
     ],
 )
 def test_hostile_json_flag_value(value: str, needle: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -6,16 +6,19 @@ the real HTTP client go through the scripted server on 127.0.0.1 (``llm_server``
 
 from __future__ import annotations
 
-import os
 import socket
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import structlog
+from conftest import PRICE_IN, PRICE_OUT
 from fake_llm import FakeLLMServer, Reply, call
 from pydantic import BaseModel
+from tenacity import RetryCallState, Retrying
 
-from dynsteer_hook.errors import LLMError, LLMOutputError, LLMUnavailableError, LLMUsageError
-from dynsteer_hook.llm import LLMClient, ModelToolCall, backoff_delay, price_known
+from dynsteer_hook.errors import LLMOutputError, LLMUnavailableError, LLMUsageError
+from dynsteer_hook.llm import Backoff, LLMClient, ModelToolCall, price_known
 
 MESSAGES = [{"role": "user", "content": "Answer in JSON."}]
 
@@ -46,22 +49,48 @@ def _free_port() -> int:
 # -- pure pieces ------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("retry", "expected"), [(0, 0.5), (1, 1.0), (2, 2.0), (3, 4.0), (4, 5.0), (10, 5.0)])
-def test_backoff_doubles_up_to_the_cap(retry: int, expected: float) -> None:
-    """Waits grow exponentially from the base and never pass the cap."""
-    assert backoff_delay(retry, 0.5, 5.0) == expected
+class _Refused(Exception):
+    """A provider error carrying a response, as the OpenAI client's errors do."""
+
+    def __init__(self, retry_after: str | None = None) -> None:
+        super().__init__("429")
+        self.response = SimpleNamespace(headers={} if retry_after is None else {"retry-after": retry_after})
 
 
-def test_retry_after_wins_but_stays_capped() -> None:
-    """A server's Retry-After lengthens the wait, up to the cap."""
-    assert backoff_delay(0, 0.5, 5.0, retry_after=3.0) == 3.0
-    assert backoff_delay(0, 0.5, 5.0, retry_after=60.0) == 5.0
-    assert backoff_delay(2, 0.5, 5.0, retry_after=0.1) == 2.0
+def _waits(backoff: Backoff, attempt: int, failure: BaseException, samples: int = 200) -> list[float]:
+    """What ``backoff`` asks to wait after attempt number ``attempt`` failed with ``failure``, sampled."""
+    state = RetryCallState(Retrying(), fn=None, args=(), kwargs={})
+    state.attempt_number = attempt
+    state.set_exception((type(failure), failure, None))
+    return [backoff(state) for _ in range(samples)]
 
 
-def test_litellm_cost_map_is_local() -> None:
-    """Importing the module made litellm use its bundled price map (no download at import)."""
-    assert os.environ.get("LITELLM_LOCAL_MODEL_COST_MAP")
+@pytest.mark.parametrize(("attempt", "low", "high"), [(1, 0.5, 1.0), (2, 1.0, 1.5), (3, 2.0, 2.5), (4, 4.0, 4.5), (5, 5.0, 5.0), (11, 5.0, 5.0)])
+def test_backoff_doubles_with_jitter_up_to_the_cap(attempt: int, low: float, high: float) -> None:
+    """The wait after attempt n is base * 2**(n-1) plus up to one base of jitter, never past the cap."""
+    assert all(low <= w <= high for w in _waits(Backoff(0.5, 5.0), attempt, _Refused()))
+
+
+def test_jitter_spreads_the_waits_of_clients_failing_together() -> None:
+    """Waits after the same failure differ from call to call, over most of the jitter's range."""
+    waits = _waits(Backoff(0.5, 5.0), 1, _Refused())
+    assert len(set(waits)) > 100 and max(waits) - min(waits) > 0.3
+
+
+@pytest.mark.parametrize(("retry_after", "attempt", "low", "high"), [("3", 1, 3.0, 3.0), ("60", 1, 5.0, 5.0), ("0.1", 3, 2.0, 2.5), ("soon", 1, 0.5, 1.0)])
+def test_retry_after_wins_but_stays_capped(retry_after: str, attempt: int, low: float, high: float) -> None:
+    """A server's Retry-After lengthens the wait, up to the cap; a shorter or unreadable one changes nothing."""
+    assert all(low <= w <= high for w in _waits(Backoff(0.5, 5.0), attempt, _Refused(retry_after)))
+
+
+def test_each_retry_is_logged_before_its_wait(llm_server: FakeLLMServer) -> None:
+    """Every wait between attempts is one llm.retry warning with the kind, the attempt and the delay."""
+    llm_server.script(Reply(status=503), Reply(status=429, headers={"retry-after": "2"}), Reply(content='{"ok": true}'))
+    with structlog.testing.capture_logs() as logs:
+        _client(llm_server, backoff_base=0.1).complete(MESSAGES)
+    retries = [e for e in logs if e["event"] == "llm.retry"]
+    assert [(e["kind"], e["attempt"], e["log_level"]) for e in retries] == [("server", 1, "warning"), ("rate-limit", 2, "warning")]
+    assert 0.1 <= retries[0]["delay_s"] <= 0.2 and retries[1]["delay_s"] == 2.0
 
 
 @pytest.mark.parametrize("model", ["", "   ", "nonsense-model-without-provider"])
@@ -92,28 +121,22 @@ def test_bad_settings_are_usage_errors(kw: dict[str, Any], needle: str) -> None:
         LLMClient("openai/gpt-4o-mini", **kw)
 
 
-def test_usage_and_output_and_outage_errors_are_distinct_llm_errors() -> None:
-    """Three leaves under LLMError, none a subclass of another."""
-    kinds = (LLMUsageError, LLMUnavailableError, LLMOutputError)
-    assert all(issubclass(k, LLMError) for k in kinds)
-    assert not any(issubclass(a, b) for a in kinds for b in kinds if a is not b)
-
-
-def test_price_knowledge() -> None:
-    """litellm knows gpt-4o-mini's price, not a local model's."""
-    assert price_known("gpt-4o-mini") and not price_known("openai/SmolLM2-135M")
+def test_price_knowledge(priced_model: str) -> None:
+    """A model with a price in litellm's map is known; a local model without one is not."""
+    assert price_known(f"openai/{priced_model}") and not price_known("openai/SmolLM2-135M")
 
 
 # -- litellm offline hooks ----------------------------------------------------------------
 
 
-def test_mock_answer_is_validated_and_accounted() -> None:
-    """A fenced JSON answer validates; tokens and a known price are recorded."""
-    client = LLMClient("gpt-4o-mini", extra={"mock_response": 'Here:\n```json\n{"ok": true}\n```'})
+def test_mock_answer_is_validated_and_accounted(priced_model: str) -> None:
+    """A fenced JSON answer validates; tokens and the cost at the model's price are recorded."""
+    client = LLMClient(f"openai/{priced_model}", extra={"mock_response": 'Here:\n```json\n{"ok": true}\n```'})
     reply = client.complete_json(MESSAGES, Answer)
     assert reply.value == Answer(ok=True) and reply.rule is None
     usage = reply.completion.usage
-    assert usage.total_tokens > 0 and usage.cost_usd > 0 and usage.cost_known
+    assert usage.total_tokens > 0 and usage.cost_known
+    assert usage.cost_usd == pytest.approx(usage.prompt_tokens * PRICE_IN + usage.completion_tokens * PRICE_OUT)
     assert reply.completion.attempts == 1
 
 
@@ -141,7 +164,7 @@ def test_mock_rate_limit_is_retried_with_backoff_then_gives_up() -> None:
     with pytest.raises(LLMUnavailableError, match="429") as info:
         client.complete(MESSAGES)
     assert info.value.attempts == 4
-    assert sleeps == [0.25, 0.5, 1.0]
+    assert len(sleeps) == 3 and all(0.25 * 2**i <= s <= 0.25 * 2**i + 0.25 for i, s in enumerate(sleeps))
 
 
 def test_mock_timeout_is_retried_then_reported_with_the_limit() -> None:
@@ -156,14 +179,14 @@ def test_mock_timeout_is_retried_then_reported_with_the_limit() -> None:
 # -- the scripted server: the real HTTP client -----------------------------------------------
 
 
-def test_server_answer_is_accounted_from_its_usage_block(llm_server: FakeLLMServer) -> None:
+def test_server_answer_is_accounted_from_its_usage_block(llm_server: FakeLLMServer, priced_model: str) -> None:
     """Tokens come from the server's usage; the cost from litellm's price for the named model."""
     llm_server.script(Reply(content='{"ok": true}', prompt_tokens=1000, completion_tokens=200))
-    reply = _client(llm_server).complete_json(MESSAGES, Answer)
+    reply = LLMClient(f"openai/{priced_model}", api_base=llm_server.url, timeout=5.0).complete_json(MESSAGES, Answer)
     assert reply.value == Answer(ok=True)
     usage = reply.completion.usage
     assert (usage.prompt_tokens, usage.completion_tokens, usage.total_tokens) == (1000, 200, 1200)
-    assert usage.cost_usd == pytest.approx(1000 * 0.15e-6 + 200 * 0.6e-6)
+    assert usage.cost_usd == pytest.approx(1000 * PRICE_IN + 200 * PRICE_OUT)
 
 
 def test_tool_calls_are_offered_and_returned_unparsed(llm_server: FakeLLMServer) -> None:
@@ -215,7 +238,7 @@ def test_timeout_then_success(llm_server: FakeLLMServer) -> None:
     reply = _client(llm_server, timeout=0.5, sleep=sleeps, backoff_base=0.1).complete_json(MESSAGES, Answer)
     assert reply.value == Answer(ok=False)
     assert reply.completion.attempts == 2 and len(llm_server.requests) == 2
-    assert sleeps == [0.1] and "timeout" in reply.completion.notes[0]
+    assert len(sleeps) == 1 and 0.1 <= sleeps[0] <= 0.2 and "timeout" in reply.completion.notes[0]
 
 
 def test_rate_limit_then_success_honours_retry_after(llm_server: FakeLLMServer) -> None:
@@ -243,7 +266,7 @@ def test_persistent_server_errors_exhaust_the_retries(llm_server: FakeLLMServer,
     with pytest.raises(LLMUnavailableError, match="after 3 attempts") as info:
         _client(llm_server, max_retries=2, sleep=sleeps, backoff_base=0.5).complete(MESSAGES)
     assert info.value.attempts == 3 and len(llm_server.requests) == 3
-    assert sleeps == [0.5, 1.0]
+    assert len(sleeps) == 2 and 0.5 <= sleeps[0] <= 1.0 and 1.0 <= sleeps[1] <= 1.5
 
 
 def test_persistent_timeouts_exhaust_the_retries(llm_server: FakeLLMServer) -> None:

@@ -34,7 +34,7 @@ from dynsteer_hook.blueprint import (
 )
 from dynsteer_hook.catalog import ToolCatalog
 from dynsteer_hook.compile.validation import validate_blueprint
-from dynsteer_hook.errors import ConsensusError
+from dynsteer_hook.errors import ConsensusError, validation_problem
 from dynsteer_hook.graph import ancestor_sets, find_cycle, milestone_graph, transitive_reduction
 from dynsteer_hook.predicates import ArgPredicate
 
@@ -73,9 +73,7 @@ class Candidate:
         try:
             return cls(name, Blueprint.model_validate_json(text), generator=generator, model=model)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first.get("loc", ())) or "top level"
-            return cls(name, None, f"not a blueprint graph at {where}: {first.get('msg')}", generator, model, raw=text)
+            return cls(name, None, f"not a blueprint graph at {validation_problem(exc)}", generator, model, raw=text)
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from dynsteer_hook.blueprint_cache import CompileOutcome, compile_to_file
 from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource
-from dynsteer_hook.errors import DynsteerError, OutputError, ScenarioError
+from dynsteer_hook.errors import DynsteerError, OutputError, ScenarioError, validation_problem
 from dynsteer_hook.model_settings import ModelSettings, add_model_flags, model_from_args
 from dynsteer_hook.task_view import TaskView
 
@@ -102,9 +102,7 @@ def _read_view(path: Path) -> TaskView:
     try:
         view = TaskView.model_validate_json(text)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(x) for x in first.get("loc", ())) or "top level"
-        raise ScenarioError(f"view file {path} is not a TaskView at {where}: {first.get('msg')}; see TaskView in dynsteer_hook.task_view") from None
+        raise ScenarioError(f"view file {path} is not a TaskView at {validation_problem(exc)}; see TaskView in dynsteer_hook.task_view") from None
     if not _SAFE_NAME.fullmatch(view.task):
         raise ScenarioError(f"view file {path} has task name {view.task!r}, which cannot name a blueprint file; use letters, digits, _ . -")
     return view

@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.errors import ScenarioError, validation_problem
 from dynsteer_hook.storage import load_json_input
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import gate, offered_tools
@@ -75,9 +75,7 @@ def load_script(path: str | Path) -> dict[str, ScenarioScript]:
         try:
             scripts[name] = ScenarioScript.model_validate(raw)
         except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(x) for x in first.get("loc", ()))
-            raise ScenarioError(f"script file {p}: scenario {name!r} is malformed at {where}: {first.get('msg')}") from None
+            raise ScenarioError(f"script file {p}: scenario {name!r} is malformed at {validation_problem(exc)}") from None
     return scripts
 
 
