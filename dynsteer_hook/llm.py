@@ -406,11 +406,14 @@ class LLMClient:
         max_tokens: int | None = None,
         response_format: Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | None = None,
     ) -> Completion:
         """One chat completion, with bounded retries.
 
         ``tools`` (OpenAI function-tool definitions) lets the model answer with tool calls,
-        returned in ``Completion.tool_calls``.
+        returned in ``Completion.tool_calls``; ``tool_choice`` (``auto``, ``required``, ``none``)
+        is sent with them when given. Local servers need it: llama.cpp's function-calling chat
+        formats ignore the tools unless the request sets it.
 
         Raises:
             LLMUsageError: The configuration or the request is wrong (not retried).
@@ -438,6 +441,8 @@ class LLMClient:
             kwargs["response_format"] = dict(response_format)
         if tools:
             kwargs["tools"] = [dict(t) for t in tools]
+            if tool_choice is not None:
+                kwargs["tool_choice"] = tool_choice
         kwargs.update(self.extra)
 
         _warm_up(self.model)
@@ -453,6 +458,11 @@ class LLMClient:
                 if isinstance(exc, (llm_errors.AuthenticationError, llm_errors.PermissionDeniedError)) or _status(exc) in (401, 403):
                     raise LLMUsageError(
                         f"{self._where()} rejected the API key ({_short(exc)}); check the key or --api-key-env"
+                    ) from None
+                if isinstance(exc, llm_errors.ContextWindowExceededError):
+                    raise LLMUsageError(
+                        f"the conversation no longer fits the context window of {self._where()} ({_short(exc)}); "
+                        "give the server a larger context (llama.cpp: --n_ctx) or lower the answer length limit"
                     ) from None
                 kind = classify(exc)
                 if kind is None:
@@ -555,10 +565,10 @@ def _tool_calls(message: Any) -> tuple[ToolCall, ...]:
     for i, call in enumerate(getattr(message, "tool_calls", None) or ()):
         function = getattr(call, "function", None)
         name = getattr(function, "name", None)
-        if not name:
-            continue  # a call without a function name cannot be played
+        # A call without a name is kept (as the name ""): it is a malformed call the agent and the
+        # evaluator must see, not an answer to drop.
         arguments = getattr(function, "arguments", None)
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments if arguments is not None else {})
-        calls.append(ToolCall(id=str(getattr(call, "id", None) or f"call_{i}"), name=str(name), arguments=arguments))
+        calls.append(ToolCall(id=str(getattr(call, "id", None) or f"call_{i}"), name=str(name or ""), arguments=arguments))
     return tuple(calls)

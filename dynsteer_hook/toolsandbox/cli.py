@@ -178,6 +178,9 @@ def _add_role_model_flags(run: argparse.ArgumentParser, role: str, temperature: 
     g.add_argument(f"--{role}-timeout", type=float, default=120.0, help="seconds per attempt of a call, whole answer included")
     g.add_argument(f"--{role}-max-retries", type=int, default=3, help="retries on timeouts, 429 and 5xx")
     g.add_argument(f"--{role}-max-tokens", type=int, default=1024, help="answer length limit per turn")
+    g.add_argument(f"--{role}-tool-choice", choices=["auto", "required", "none", "omit"], default="auto",
+                   help="tool_choice sent with the offered tools (default auto: local servers such as llama.cpp ignore "
+                        "tools without it; omit: send nothing)")
 
 
 def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:
@@ -199,6 +202,7 @@ def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any
     settings = RoleModelSettings(
         role=role, model=opt("model"), api_base=opt("api_base"), api_key_env=opt("api_key_env"), temperature=opt("temperature"),
         timeout=opt("timeout"), max_retries=opt("max_retries"), max_tokens=opt("max_tokens"),
+        tool_choice=None if opt("tool_choice") == "omit" else opt("tool_choice"),
     )
     settings.client()  # a bad model string or a missing key stops the run before it starts
     return settings

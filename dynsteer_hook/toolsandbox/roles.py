@@ -97,6 +97,9 @@ class RoleModelSettings:
         timeout: Seconds allowed per call.
         max_retries: Retries on timeouts, 429, 5xx and connection errors.
         max_tokens: Answer length limit per turn.
+        tool_choice: Sent with the offered tools: ``auto`` (the default: the model may call
+            them; local servers such as llama.cpp ignore tools without it), ``required``,
+            ``none``, or ``None`` to send nothing.
     """
 
     role: Literal["agent", "user"]
@@ -107,6 +110,7 @@ class RoleModelSettings:
     timeout: float = 120.0
     max_retries: int = 3
     max_tokens: int = 1024
+    tool_choice: Literal["auto", "required", "none"] | None = "auto"
 
     def client(self) -> LLMClient:
         """A checked client for this model.
@@ -127,4 +131,4 @@ class RoleModelSettings:
     def build(self) -> BaseRole:
         from dynsteer_hook.toolsandbox.llm_roles import LiteLLMAgent, LiteLLMUser
 
-        return (LiteLLMAgent if self.role == "agent" else LiteLLMUser)(self.client())
+        return (LiteLLMAgent if self.role == "agent" else LiteLLMUser)(self.client(), tool_choice=self.tool_choice)
