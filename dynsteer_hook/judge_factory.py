@@ -58,7 +58,7 @@ class JudgeSettings:
 
 def add_judge_flags(p: argparse.ArgumentParser) -> None:
     """Options of the Tier 2/3 LLM judges (without --judge-model: Tier 1 rules only)."""
-    add_model_flags(p, JUDGE_MODEL, title="LLM judges (tiers 2 and 3; without --judge-model: Tier 1 rules only)")
+    add_model_flags(p, JUDGE_MODEL, title="LLM judges (tiers 2 and 3; without --judge-model: Tier 1 rules only)", skip=("tool_choice",))
     g = p.add_argument_group("judge ladder")
     g.add_argument("--judge-samples", type=int, default=None, help=f"samples of the tier 2 judge (default 2); env {env_name('judge', 'samples')}")
     g.add_argument("--judge-passes", type=int, default=None,

@@ -451,11 +451,14 @@ class LLMClient:
         max_tokens: int | None = None,
         response_format: Mapping[str, Any] | None = None,
         tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | None = None,
     ) -> Completion:
         """One chat completion, with bounded retries.
 
         ``tools`` (OpenAI function-tool definitions) lets the model answer with tool calls,
-        returned in ``Completion.tool_calls``.
+        returned in ``Completion.tool_calls``; ``tool_choice`` (``auto``, ``required``, ``none``)
+        is sent with them when given. Local servers need it: llama.cpp's function-calling chat
+        formats ignore the tools unless the request sets it.
 
         Raises:
             LLMUsageError: The configuration or the request is wrong (not retried).
@@ -483,6 +486,8 @@ class LLMClient:
             kwargs["response_format"] = dict(response_format)
         if tools:
             kwargs["tools"] = [dict(t) for t in tools]
+            if tool_choice is not None:
+                kwargs["tool_choice"] = tool_choice
         kwargs.update(self.extra)
 
         _warm_up(self.model)
@@ -496,7 +501,7 @@ class LLMClient:
                 try:
                     return self._call(kwargs)
                 except llm_errors.BadRequestError as exc:
-                    if "response_format" not in kwargs or _rejected_key(exc):
+                    if "response_format" not in kwargs or _rejected_key(exc) or isinstance(exc, llm_errors.ContextWindowExceededError):
                         raise
                     # Some providers reject JSON mode; the answer is validated anyway, so ask again at once without it.
                     notes.append(f"the provider rejected response_format ({_short(exc)}); asked again without it")
@@ -564,6 +569,11 @@ class LLMClient:
         """The error a failed call ends in: a usage error, unavailability after the retries, or None (not a provider's answer)."""
         if _rejected_key(exc):
             return LLMUsageError(f"{self._where()} rejected the API key ({_short(exc)}); check the key or --api-key-env")
+        if isinstance(exc, llm_errors.ContextWindowExceededError):
+            return LLMUsageError(
+                f"the conversation no longer fits the context window of {self._where()} ({_short(exc)}); "
+                "give the server a larger context (llama.cpp: --n_ctx) or lower the answer length limit"
+            )
         kind = classify(exc)
         if kind is not None:
             return self._unavailable(kind, exc, attempts)
@@ -620,10 +630,10 @@ def _tool_calls(message: Any) -> tuple[ModelToolCall, ...]:
     for i, call in enumerate(getattr(message, "tool_calls", None) or ()):
         function = getattr(call, "function", None)
         name = getattr(function, "name", None)
-        if not name:
-            continue  # a call without a function name cannot be played
+        # A call without a name is kept (as the name ""): it is a malformed call the agent and the
+        # evaluator must see, not an answer to drop.
         arguments = getattr(function, "arguments", None)
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments if arguments is not None else {})
-        calls.append(ModelToolCall(id=str(getattr(call, "id", None) or f"call_{i}"), name=str(name), arguments=arguments))
+        calls.append(ModelToolCall(id=str(getattr(call, "id", None) or f"call_{i}"), name=str(name or ""), arguments=arguments))
     return tuple(calls)

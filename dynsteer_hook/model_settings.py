@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 JsonMode = Literal["auto", "object", "schema", "off"]
 JSON_MODES: tuple[str, ...] = ("auto", "object", "schema", "off")
+ToolChoice = Literal["auto", "required", "none", "omit"]
+TOOL_CHOICES: tuple[str, ...] = ("auto", "required", "none", "omit")
+_CHOICES: Mapping[str, tuple[str, ...]] = {"json_mode": JSON_MODES, "tool_choice": TOOL_CHOICES}
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class ModelSettings:
         max_tokens: Answer length limit per call (None: the caller's or the provider's default).
         backoff: Seconds before the first retry, doubled for each next one (at most 30 s).
         json_mode: How JSON answers are asked for (see ``LLMClient.json_mode``).
+        tool_choice: ``tool_choice`` sent with offered tools (agent and user roles): ``auto``
+            (the default: local servers such as llama.cpp ignore tools without it), ``required``,
+            ``none``, or ``omit`` to send nothing.
         prefix: Which flags named it (``judge``, ``agent``, ``user``, ``compile``), for messages.
     """
 
@@ -54,6 +60,7 @@ class ModelSettings:
     max_tokens: int | None = 2048
     backoff: float = 1.0
     json_mode: JsonMode = "auto"
+    tool_choice: ToolChoice = "auto"
     prefix: str = "model"
 
     def flag(self, field: str) -> str:
@@ -73,6 +80,7 @@ class ModelSettings:
             (self.backoff < 0, "backoff", "must be 0 or more (seconds)"),
             (not 0 <= self.temperature <= 2, "temperature", "must be between 0 and 2"),
             (self.json_mode not in JSON_MODES, "json_mode", f"must be one of {', '.join(JSON_MODES)}"),
+            (self.tool_choice not in TOOL_CHOICES, "tool_choice", f"must be one of {', '.join(TOOL_CHOICES)}"),
         ]
         for bad, field, rule in problems:
             if bad:
@@ -112,6 +120,8 @@ _HELP: Mapping[str, str] = {
     "max_tokens": "answer length limit per call",
     "backoff": "seconds before the first retry, doubled for each next one (at most 30)",
     "json_mode": "how JSON answers are asked for: auto, object, schema or off",
+    "tool_choice": "tool_choice sent with the offered tools: auto (local servers such as llama.cpp ignore tools without it), "
+                   "required, none, or omit (send nothing)",
 }
 _METAVARS: Mapping[str, str] = {"api_key_env": "VAR", "backoff": "SECONDS", "model": "MODEL", "api_base": "URL"}
 
@@ -144,8 +154,9 @@ def add_model_flags(parser: argparse.ArgumentParser | Any, defaults: ModelSettin
         names = [defaults.flag(field)] + ([aliases[field]] if aliases and field in aliases else [])
         default = getattr(defaults, field)
         shown = f" (default {default})" if default is not None else ""
-        group.add_argument(*names, dest=f"{defaults.prefix}_{field}", default=None, type=_parser(field),
-                           metavar=_METAVARS.get(field, _parser(field).__name__.upper()),
+        choices = _CHOICES.get(field)
+        group.add_argument(*names, dest=f"{defaults.prefix}_{field}", default=None, type=_parser(field), choices=choices,
+                           metavar=None if choices else _METAVARS.get(field, _parser(field).__name__.upper()),
                            help=f"{_HELP[field]}{shown}; env {env_name(defaults.prefix, field)}")
 
 

@@ -30,6 +30,7 @@ class Reply:
     finish_reason: str = "stop"
     headers: dict[str, str] = field(default_factory=dict)
     tool_calls: tuple[tuple[str, ...], ...] = ()  # (function name, arguments text[, call id]) per call
+    error_message: str | None = None  # the error text of a non-200 answer (default: "scripted status N")
     trickle: float = 0.0  # seconds between pieces of the response (0: send it at once)
     trickle_bytes: int = 4  # bytes per piece
 
@@ -83,7 +84,7 @@ class FakeLLMServer:
 
             def _answer(self, body: dict[str, Any], reply: Reply, number: int) -> None:
                 if reply.status != 200:
-                    payload = {"error": {"message": f"scripted status {reply.status}", "type": "server_error", "code": reply.status}}
+                    payload = {"error": {"message": reply.error_message or f"scripted status {reply.status}", "type": "server_error", "code": reply.status}}
                     self._send(reply.status, payload, reply.headers, reply)
                     return
                 message: dict[str, Any] = {"role": "assistant", "content": reply.content}

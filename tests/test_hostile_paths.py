@@ -10,6 +10,7 @@ device, a reader that stops early) have their own table below.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import subprocess
 import sys
@@ -169,9 +170,11 @@ def test_full_standard_output_is_one_sentence(tmp_path: Path) -> None:
 def test_reader_that_stops_early_ends_the_command_quietly(tmp_path: Path) -> None:
     """A reader that is gone before the output comes (| head -c 0) ends the command with status 141 and nothing on stderr."""
     read, write = os.pipe()
-    os.close(read)  # gone before the first write, whatever the machine's speed: the write meets a closed pipe
+    fcntl.fcntl(write, fcntl.F_SETPIPE_SZ, 4096)  # one page: the schema (about 17 KB) cannot fit, so the writer must block
     proc = _cli("schema", "report", stdout=write)
     os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        assert pipe.read(1) == b"{"  # then close it with the rest unread (the schema is larger than the pipe's buffer)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 141 and err == b""
 

@@ -49,7 +49,7 @@ def _free_port() -> int:
 # -- pure pieces ------------------------------------------------------------------------
 
 
-class _Refused(Exception):
+class _RefusedError(Exception):
     """A provider error carrying a response, as the OpenAI client's errors do."""
 
     def __init__(self, retry_after: str | None = None) -> None:
@@ -68,19 +68,19 @@ def _waits(backoff: Backoff, attempt: int, failure: BaseException, samples: int 
 @pytest.mark.parametrize(("attempt", "low", "high"), [(1, 0.5, 1.0), (2, 1.0, 1.5), (3, 2.0, 2.5), (4, 4.0, 4.5), (5, 5.0, 5.0), (11, 5.0, 5.0)])
 def test_backoff_doubles_with_jitter_up_to_the_cap(attempt: int, low: float, high: float) -> None:
     """The wait after attempt n is base * 2**(n-1) plus up to one base of jitter, never past the cap."""
-    assert all(low <= w <= high for w in _waits(Backoff(0.5, 5.0), attempt, _Refused()))
+    assert all(low <= w <= high for w in _waits(Backoff(0.5, 5.0), attempt, _RefusedError()))
 
 
 def test_jitter_spreads_the_waits_of_clients_failing_together() -> None:
     """Waits after the same failure differ from call to call, over most of the jitter's range."""
-    waits = _waits(Backoff(0.5, 5.0), 1, _Refused())
+    waits = _waits(Backoff(0.5, 5.0), 1, _RefusedError())
     assert len(set(waits)) > 100 and max(waits) - min(waits) > 0.3
 
 
 @pytest.mark.parametrize(("retry_after", "attempt", "low", "high"), [("3", 1, 3.0, 3.0), ("60", 1, 5.0, 5.0), ("0.1", 3, 2.0, 2.5), ("soon", 1, 0.5, 1.0)])
 def test_retry_after_wins_but_stays_capped(retry_after: str, attempt: int, low: float, high: float) -> None:
     """A server's Retry-After lengthens the wait, up to the cap; a shorter or unreadable one changes nothing."""
-    assert all(low <= w <= high for w in _waits(Backoff(0.5, 5.0), attempt, _Refused(retry_after)))
+    assert all(low <= w <= high for w in _waits(Backoff(0.5, 5.0), attempt, _RefusedError(retry_after)))
 
 
 def test_each_retry_is_logged_before_its_wait(llm_server: FakeLLMServer) -> None:

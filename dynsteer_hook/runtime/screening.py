@@ -10,6 +10,7 @@ state the minefield protects.
 
 from __future__ import annotations
 
+import html
 import json
 import unicodedata
 from collections.abc import Iterator, Mapping
@@ -50,9 +51,14 @@ class FoldedArguments(Mapping[str, Any]):
 
 
 def _object_in(raw: str) -> Mapping[str, Any] | None:
-    """The JSON object a raw payload holds, directly or encoded once more as a JSON string."""
+    """The JSON object a raw payload holds: directly, encoded once more as a JSON string, or HTML-escaped."""
     if len(raw) > _MAX_SCREEN_CHARS:
         return None
+    found = _decoded(raw)
+    return found if found is not None or "&" not in raw else _decoded(html.unescape(raw))
+
+
+def _decoded(raw: str) -> Mapping[str, Any] | None:
     value: Any = raw
     for _ in range(2):
         if not isinstance(value, str):

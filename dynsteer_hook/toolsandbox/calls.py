@@ -20,6 +20,7 @@ although the call itself would never execute.
 from __future__ import annotations
 
 import ast
+import html
 import json
 import math
 import re
@@ -119,8 +120,21 @@ def _loads(text: str) -> Any:
     return json.loads(text, parse_constant=_reject_constant)
 
 
+_QUOTE_ENTITY = re.compile(r"&(quot|apos|#0*3[49]|#x0*2[27]);", re.IGNORECASE)
+
+
+def _html_escaped(text: str) -> bool:
+    """Whether JSON text came back HTML-escaped: a quote written as an entity (some local servers do this)."""
+    return _QUOTE_ENTITY.search(text) is not None
+
+
 def decode_arguments(payload: Mapping[str, Any] | str | None) -> Arguments:
-    """Decode a call's arguments: a mapping of JSON values, or JSON text holding an object."""
+    """Decode a call's arguments: a mapping of JSON values, or JSON text holding an object.
+
+    Text whose quotes are HTML entities (``&quot;``, ``&#39;``) is refused: the values the
+    model meant are not the values it sent, and passing them on would put entity text into
+    the world state.
+    """
     if payload is None:
         return Arguments({})
     if isinstance(payload, Mapping):
@@ -133,6 +147,15 @@ def decode_arguments(payload: Mapping[str, Any] | str | None) -> Arguments:
         return Arguments(None, raw=_clip(text, 2000), error=f"the arguments are longer than {MAX_ARGUMENT_CHARS} characters")
     if not text.strip():
         return Arguments({})
+    if _html_escaped(text):
+        unescaped = html.unescape(text)
+        try:
+            screened = _loads(unescaped)
+        except (ValueError, RecursionError):
+            screened = None
+        screen = screened if isinstance(screened, dict) and _json_shaped(screened) else None
+        return Arguments(None, raw=text, error="the arguments are HTML-escaped (quotes sent as &quot; or &#39;); send plain JSON",
+                         screen=screen)
     try:
         value = _loads(text)
     except (ValueError, RecursionError):

@@ -52,7 +52,7 @@ def add_compile_parser(sub: Any) -> None:
     target.add_argument("-s", "--scenarios", nargs="+", metavar="NAME", help="ToolSandbox scenarios to compile")
     target.add_argument("--all", action="store_true", help="every ToolSandbox scenario")
     target.add_argument("--view", action="append", type=Path, metavar="FILE", help="a TaskView JSON file (repeatable)")
-    add_model_flags(p, COMPILE_MODEL, title="language model (litellm; without a model the generator works alone)",
+    add_model_flags(p, COMPILE_MODEL, title="language model (litellm; without a model the generator works alone)", skip=("tool_choice",),
                     aliases={f: "--" + f.replace("_", "-") for f in LEGACY_FLAGS})
     llm = p.add_argument_group("candidate calls")
     llm.add_argument("--concurrency", type=int, default=1, metavar="N",

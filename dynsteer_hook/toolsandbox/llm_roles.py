@@ -45,8 +45,9 @@ def _call_ids(ids: list[str]) -> list[str]:
 class _LiteLLMRole(BaseRole):
     """Calls through ``LLMClient``; ``calls`` and ``usage`` count what the role spent."""
 
-    def __init__(self, client: LLMClient) -> None:
+    def __init__(self, client: LLMClient, *, tool_choice: str | None = "auto") -> None:
         self.client = client
+        self.tool_choice = tool_choice
         self.model_name = client.model
         self.calls = 0
         self.usage = Usage()
@@ -72,7 +73,8 @@ class _LiteLLMRole(BaseRole):
         if messages[-1].sender == RoleType.SYSTEM:
             return
         offer_tools = messages[-1].sender in self.tools_after
-        completion = self.client.complete(self._conversation(messages), tools=self._tools() if offer_tools else None)
+        completion = self.client.complete(self._conversation(messages), tools=self._tools() if offer_tools else None,
+                                          tool_choice=self.tool_choice if offer_tools else None)
         self.calls += 1
         self.usage = self.usage + completion.usage
         if completion.tool_calls and offer_tools:
@@ -94,7 +96,9 @@ class _LiteLLMRole(BaseRole):
                     recipient=RoleType.EXECUTION_ENVIRONMENT,
                     content=gated.code,
                     openai_tool_call_id=gated.call_id if openai_ids else None,
-                    openai_function_name=call.name if openai_ids else None,
+                    # A nameless call keeps a placeholder name in the history sent back to the model:
+                    # providers refuse a tool call whose name is empty.
+                    openai_function_name=(call.name or "unnamed_call") if openai_ids else None,
                 )
             )
         return out

@@ -93,4 +93,5 @@ def litellm_role(kind: Literal["agent", "user"], settings: ModelSettings) -> Bas
     """The LiteLLM agent or user, calling ``settings``' model through a checked client."""
     from dynsteer_hook.toolsandbox.llm_roles import LiteLLMAgent, LiteLLMUser
 
-    return (LiteLLMAgent if kind == "agent" else LiteLLMUser)(settings.client())
+    tool_choice = None if settings.tool_choice == "omit" else settings.tool_choice
+    return (LiteLLMAgent if kind == "agent" else LiteLLMUser)(settings.client(), tool_choice=tool_choice)

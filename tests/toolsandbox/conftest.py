@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -9,6 +11,8 @@ import pytest
 from dynsteer_hook.toolsandbox.runner import load_scenarios
 
 import tool_sandbox.scenarios  # noqa: F401 - fail loudly, never skip, when ToolSandbox is missing
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "scripts"))  # known_agents: test-side agents of known quality
 
 
 @pytest.fixture(scope="session")
