@@ -7,16 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynsteer_hook.blueprint import ToolSpec
-
-_TYPE_CHECKS: dict[str, tuple[type, ...]] = {
-    "string": (str,),
-    "number": (int, float),
-    "integer": (int,),
-    "boolean": (bool,),
-    "array": (list, tuple),
-    "object": (dict,),
-    "null": (type(None),),
-}
+from dynsteer_hook.json_types import is_json_type
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,17 +32,8 @@ def type_fits(schema: Mapping[str, Any], value: Any) -> bool:
     if declared is None:
         return True
     names = declared if isinstance(declared, list) else [declared]
-    for name in names:
-        kinds = _TYPE_CHECKS.get(str(name))
-        if kinds is None:
-            return True
-        if isinstance(value, bool) and name in ("number", "integer"):
-            continue
-        if isinstance(value, kinds):
-            return True
-        if name == "number" and isinstance(value, int):
-            return True
-    return False
+    # A type name JSON Schema does not know says nothing, so the value fits.
+    return any(is_json_type(value, name) is not False for name in names)
 
 
 class ToolCatalog:

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dynsteer_hook.errors import ConfigError, validation_problem
+from dynsteer_hook.errors import ConfigError, first_validation_error
 
 Dimension = Literal["correctness", "efficiency", "safety", "tool_compliance"]
 DIMENSIONS: tuple[str, ...] = get_args(Dimension)
@@ -91,9 +91,8 @@ class EvaluatorConfig(BaseModel):
 
 def _sentence(exc: ValidationError, values: dict[str, Any]) -> str:
     """One sentence for the first problem: the field, the value given, what is wrong, and the default as a good example."""
-    loc = exc.errors()[0].get("loc", ())
+    loc, problem = first_validation_error(exc)
     field = str(loc[0]) if loc else ""
-    problem = validation_problem(exc).split(": ", 1)[1]
     if field not in EvaluatorConfig.model_fields:  # a rule over several fields: its own sentence names them
         return f"config {problem}"
     default = EvaluatorConfig.model_fields[field].get_default(call_default_factory=True)

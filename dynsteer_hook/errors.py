@@ -104,8 +104,14 @@ def validation_problem(error: ValidationError, *, skip: int = 0, top: str = "top
         skip: Leading parts of the location to leave out (a tagged union's tag, say).
         top: What to call the place when the location is empty (the whole object).
     """
+    loc, what = first_validation_error(error)
+    where = ".".join(str(part) for part in loc[skip:]) or top
+    return f"{where}: {what}"
+
+
+def first_validation_error(error: ValidationError) -> tuple[tuple[int | str, ...], str]:
+    """Where the first problem pydantic found is (its location) and what it is, in the validator's own words."""
     first = error.errors()[0]
-    where = ".".join(str(part) for part in first.get("loc", ())[skip:]) or top
     what = str(first.get("msg", "invalid value"))
     # A validator's own sentence arrives as "Value error, <sentence>": the prefix says nothing to a user.
-    return f"{where}: {what.removeprefix('Value error, ')}"
+    return tuple(first.get("loc", ())), what.removeprefix("Value error, ")

@@ -20,20 +20,12 @@ from typing import Any, Literal, Protocol
 import re2
 from pydantic import BaseModel, ConfigDict, Field
 
+from dynsteer_hook.json_types import is_json_type
+
 PredicateOp = Literal[
     "exists", "absent", "eq", "ne", "contains", "regex", "one_of", "type",
     "gt", "ge", "lt", "le", "grounded",
 ]
-
-_JSON_TYPES = {
-    "string": (str,),
-    "number": (int, float),
-    "integer": (int,),
-    "boolean": (bool,),
-    "array": (list, tuple),
-    "object": (dict,),
-    "null": (type(None),),
-}
 
 
 class ArgPredicate(BaseModel):
@@ -173,12 +165,7 @@ def predicate_holds(pred: ArgPredicate, values: Mapping[str, Any], grounding: Gr
         options = pred.value if isinstance(pred.value, (list, tuple)) else [pred.value]
         return any(values_equal(actual, option) for option in options)
     if op == "type":
-        kinds = _JSON_TYPES.get(str(pred.value))
-        if kinds is None:
-            return False
-        if pred.value in ("number", "integer") and isinstance(actual, bool):
-            return False
-        return isinstance(actual, kinds)
+        return is_json_type(actual, pred.value) is True
     if op in ("gt", "ge", "lt", "le"):
         return _order(actual, pred.value, op)
     if op == "grounded":

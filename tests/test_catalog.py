@@ -6,6 +6,8 @@ import pytest
 from builders import tool
 
 from dynsteer_hook.catalog import ToolCatalog, type_fits
+from dynsteer_hook.json_types import JSON_TYPES
+from dynsteer_hook.predicates import ArgPredicate, predicate_holds
 
 CATALOG = ToolCatalog([tool("send", required=["to"], to="string", n="integer", ok="boolean"), tool("ping")])
 
@@ -31,6 +33,13 @@ CATALOG = ToolCatalog([tool("send", required=["to"], to="string", n="integer", o
 def test_type_fits(schema: dict[str, object], value: object, fits: bool) -> None:
     """type_fits follows JSON Schema types, unions and enums; null and unknown shapes fit."""
     assert type_fits(schema, value) is fits
+
+
+@pytest.mark.parametrize("name", sorted(JSON_TYPES))
+@pytest.mark.parametrize("value", ["a", 0, 2.5, True, [1], {"k": 1}])
+def test_schema_and_type_predicate_agree(name: str, value: object) -> None:
+    """A tool schema's type and a blueprint's ``type`` predicate accept the same non-null values."""
+    assert type_fits({"type": name}, value) is predicate_holds(ArgPredicate(arg="x", op="type", value=name), {"x": value})
 
 
 def test_well_formed_call_has_no_issues() -> None:
