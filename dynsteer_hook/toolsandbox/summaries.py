@@ -9,27 +9,53 @@ written for it).
 
 from __future__ import annotations
 
+import ast
+import functools
+import importlib.resources
 import subprocess
-from collections import Counter, defaultdict
+import types
+from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 from dynsteer_hook.report import Report
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 
-from tool_sandbox.common.execution_context import ScenarioCategories
 from tool_sandbox.common.scenario import Scenario
 
 IN_FLIGHT = "in_flight"
 NOT_STARTED = "not_started"
 
-_AUGMENTED = {
-    ScenarioCategories.TOOL_NAME_SCRAMBLED,
-    ScenarioCategories.TOOL_DESCRIPTION_SCRAMBLED,
-    ScenarioCategories.ARG_DESCRIPTION_SCRAMBLED,
-    ScenarioCategories.ARG_TYPE_SCRAMBLED,
-    ScenarioCategories.ARG_NAME_SCRAMBLED,
-}
+_SUMMARY_FUNCTIONS = ("get_category_summary", "get_category_to_scenario_count", "get_necessary_tool_name_to_scenario_count")
+
+
+@functools.cache
+def toolsandbox_summaries() -> types.SimpleNamespace:
+    """ToolSandbox's own summary functions from ``tool_sandbox.cli.utils``: scenarios per category and per
+    necessary tool (as its CLI prints them before a run) and the per-category results.
+
+    That module imports the agent of every provider ToolSandbox supports (their SDKs: anthropic,
+    vertexai, transformers, ...), which a run with other agents does not need. When one of them is
+    missing, the three functions are taken from the module's source with the imports they use
+    (the standard library and ``tool_sandbox.common``), so the counts and means stay ToolSandbox's.
+    """
+    try:
+        import tool_sandbox.cli.utils as utils
+
+        return types.SimpleNamespace(**{name: getattr(utils, name) for name in _SUMMARY_FUNCTIONS})
+    except ImportError:
+        pass
+    path = importlib.resources.files("tool_sandbox") / "cli" / "utils.py"
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    body: list[ast.stmt] = []
+    for node in tree.body:
+        if (isinstance(node, ast.ImportFrom) and node.module and (
+            node.module in ("collections", "typing") or node.module.startswith("tool_sandbox.common.")
+        )) or (isinstance(node, ast.FunctionDef) and node.name in _SUMMARY_FUNCTIONS):
+            body.append(node)
+    namespace: dict[str, Any] = {"__name__": "tool_sandbox.cli.utils"}
+    exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), namespace)
+    return types.SimpleNamespace(**{name: namespace[name] for name in _SUMMARY_FUNCTIONS})
 
 
 def dynsteer_block(report: Report, *, rows_seen: int, max_messages: int, steps_not_played: int | None, seconds: float,
@@ -69,44 +95,19 @@ def dynsteer_block(report: Report, *, rows_seen: int, max_messages: int, steps_n
 
 
 def scenario_counts(name_to_scenario: dict[str, Scenario]) -> tuple[Counter[str], Counter[str]]:
-    """Scenarios per category and per necessary tool, as ToolSandbox's CLI prints them before a run.
-
-    Necessary tools are the allow list of each undistracted scenario, counted once per tool
-    augmentation present in the selection.
-    """
-    categories: Counter[str] = Counter()
-    tools: Counter[str] = Counter()
-    augmentations: set[str] = set()
-    tracked = _AUGMENTED | {
-        ScenarioCategories.NO_DISTRACTION_TOOLS, ScenarioCategories.THREE_DISTRACTION_TOOLS,
-        ScenarioCategories.TEN_DISTRACTION_TOOLS, ScenarioCategories.ALL_TOOLS_AVAILABLE,
-    }
-    for scenario in name_to_scenario.values():
-        cats = set(scenario.categories)
-        for cat in scenario.categories:
-            if not (cat == ScenarioCategories.THREE_DISTRACTION_TOOLS and cats & _AUGMENTED):
-                categories[str(cat)] += 1
-        categories["ALL_CATEGORIES"] += 1
-        if ScenarioCategories.NO_DISTRACTION_TOOLS in cats:
-            tools.update(scenario.starting_context.tool_allow_list or [])
-        augmentations |= {str(c) for c in cats & tracked}
-    return categories, Counter({t: n * len(augmentations) for t, n in tools.items()})
+    """Scenarios per category and per necessary tool, counted by ToolSandbox's own functions (see
+    ``toolsandbox_summaries``), with plain string keys."""
+    ts = toolsandbox_summaries()
+    categories = ts.get_category_to_scenario_count(name_to_scenario)
+    tools = ts.get_necessary_tool_name_to_scenario_count(name_to_scenario)
+    return Counter({str(k): v for k, v in categories.items()}), Counter({str(k): v for k, v in tools.items()})
 
 
 def category_summary(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Mean similarity and turn count per scenario category (augmented variants are not
-    counted again under THREE_DISTRACTION_TOOLS), and over all categories."""
-    acc: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in results:
-        cats = set(r["categories"])
-        for cat in r["categories"]:
-            if cat == ScenarioCategories.THREE_DISTRACTION_TOOLS and cats & _AUGMENTED:
-                continue
-            acc[str(cat)]["similarity"].append(r["similarity"])
-            acc[str(cat)]["turn_count"].append(r["turn_count"])
-        acc["ALL_CATEGORIES"]["similarity"].append(r["similarity"])
-        acc["ALL_CATEGORIES"]["turn_count"].append(r["turn_count"])
-    return {cat: {k: sum(v) / len(v) for k, v in vals.items()} for cat, vals in acc.items()}
+    """Mean similarity and turn count per scenario category and over all of them, as ToolSandbox's
+    ``result_summary.json`` has them (augmented variants are not counted again under THREE_DISTRACTION_TOOLS)."""
+    grouped = toolsandbox_summaries().get_category_summary(list(results))
+    return {str(cat): {k: sum(v) / len(v) for k, v in vals.items()} for cat, vals in grouped.items()}
 
 
 def _git_sha() -> str | None:

@@ -54,7 +54,7 @@ def test_dynsteer_run_prints_a_verdict_per_scenario(scenarios: dict[str, Any], t
         (["--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"), "-s", "no_such_scenario"], "unknown scenario"),
         (["--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "minefield_agent.json"), "-s", A], "has no entry"),
         (["--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"), "-s", A, "--blueprints", "nowhere"], "no blueprint"),
-        (["--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"), "-s", A, "--theta-fail", "3"], "outside [0, 1]"),
+        (["--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"), "-s", A, "--theta-fail", "3"], "theta_fail=3.0 is not accepted"),
         (["--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"), "-s", A, "-p", "0"], "at least 1"),
     ],
 )
