@@ -9,6 +9,7 @@ killed process leaves a readable prefix (see ``outputs``).
 
 from __future__ import annotations
 
+import importlib.resources
 import json
 import os
 import stat
@@ -26,10 +27,21 @@ from dynsteer_hook.report import Report, render_markdown
 __all__ = [
     "AUDIT_LOG", "MAX_JSON_DEPTH", "REPORT_JSON", "REPORT_MD", "EventLog", "JsonlSink", "check_events", "json_too_deep",
     "load_blueprint", "load_json_input", "load_valid_blueprint", "read_events", "read_input_text", "save_blueprint",
-    "stage_report", "write_json_atomic", "write_report", "write_text_atomic",
+    "shipped_blueprint_dir", "stage_report", "write_json_atomic", "write_report", "write_text_atomic",
 ]
 
 AUDIT_LOG = "dynsteer_audit.jsonl"
+
+
+def shipped_blueprint_dir(benchmark: str = "toolsandbox") -> Path:
+    """The blueprints shipped for a benchmark's scenarios: ``blueprints/<benchmark>`` inside the package.
+
+    They are package data, so an installed wheel finds them beside its modules. In a source
+    checkout ``dynsteer_hook/blueprints`` links to the repository's ``blueprints`` folder, the
+    one ``dynsteer compile`` writes to by default, so the same lookup finds them there.
+    """
+    return Path(str(importlib.resources.files("dynsteer_hook"))) / "blueprints" / benchmark
+
 REPORT_JSON = "dynsteer_report.json"
 REPORT_MD = "dynsteer_report.md"
 REPORT_FILES = (AUDIT_LOG, REPORT_JSON, REPORT_MD)

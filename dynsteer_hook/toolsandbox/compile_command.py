@@ -24,6 +24,7 @@ from dynsteer_hook.blueprint_cache import CompileOutcome, compile_to_file
 from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource
 from dynsteer_hook.errors import DynsteerError, OutputError, ScenarioError, validation_problem
 from dynsteer_hook.model_settings import ModelSettings, add_model_flags, model_from_args
+from dynsteer_hook.storage import shipped_blueprint_dir
 from dynsteer_hook.task_view import TaskView
 
 COMPILE_MODEL = ModelSettings(prefix="compile", temperature=0.7, timeout=300.0, max_retries=3, max_tokens=2048, backoff=1.0)
@@ -35,7 +36,7 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
 
 
 def _default_out() -> Path:
-    return Path(__file__).resolve().parents[2] / "blueprints" / "toolsandbox"
+    return shipped_blueprint_dir()
 
 
 def add_compile_parser(sub: Any) -> None:

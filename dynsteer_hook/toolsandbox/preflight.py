@@ -16,7 +16,7 @@ from pathlib import Path
 
 from dynsteer_hook.errors import ScenarioError
 from dynsteer_hook.model_settings import ModelSettings
-from dynsteer_hook.storage import load_valid_blueprint
+from dynsteer_hook.storage import load_valid_blueprint, shipped_blueprint_dir
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.roles import LITELLM, SCRIPTED
 from dynsteer_hook.toolsandbox.scenario_view import public_view
@@ -26,8 +26,8 @@ from tool_sandbox.common.scenario import Scenario
 
 
 def default_blueprint_dir() -> Path:
-    """The repository's ``blueprints/toolsandbox`` folder."""
-    return Path(__file__).resolve().parents[2] / "blueprints" / "toolsandbox"
+    """The shipped blueprints of ToolSandbox's scenarios (see ``storage.shipped_blueprint_dir``)."""
+    return shipped_blueprint_dir()
 
 
 def blueprint_path(directory: Path, name: str) -> Path:
