@@ -18,6 +18,7 @@ def add_run_parser(sub: Any) -> None:
     from dynsteer_hook.config_flags import add_config_flags
     from dynsteer_hook.judge_factory import add_judge_flags
     from dynsteer_hook.model_settings import add_model_flags
+    from dynsteer_hook.toolsandbox.engines import add_engine_flags
     from dynsteer_hook.toolsandbox.roles import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
 
     run = sub.add_parser(
@@ -43,6 +44,7 @@ def add_run_parser(sub: Any) -> None:
                     skip=("json_mode",))
     add_model_flags(run, USER_MODEL, title=f"LiteLLM user (--user {LITELLM}: any model litellm reaches simulates the user)",
                     skip=("json_mode",))
+    add_engine_flags(run)
     add_config_flags(run)
     add_judge_flags(run)
     run.set_defaults(func=_cmd_run)
@@ -126,6 +128,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dynsteer_hook.config_flags import config_from_args
     from dynsteer_hook.judge_factory import judges_from_args
     from dynsteer_hook.outputs import check_output_dir, claim_new_dir
+    from dynsteer_hook.toolsandbox.engines import check_engine
     from dynsteer_hook.toolsandbox.preflight import check_blueprint_dir, check_script
     from dynsteer_hook.toolsandbox.runner import (
         TEST_SCENARIO_NAMES,
@@ -139,6 +142,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if args.parallel < 1:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
+    check_engine(args.engine, args.ray_address)
     settings, config = judges_from_args(args, config_from_args(args))
     settings.build()  # a bad model string or a missing key stops the run before it starts
     agent_model, user_model = _role_model(args, "agent"), _role_model(args, "user")
@@ -171,7 +175,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     categories, tools = scenario_counts(scenarios)
     print("Number of test cases per category:", json.dumps(dict(categories.most_common()), indent=4, ensure_ascii=False))
     print("Number of test cases per necessary tool name:", json.dumps(dict(tools.most_common()), indent=4, ensure_ascii=False))
-    return _finish(run_scenarios(scenarios, options, out, args.parallel, checked=True), out)
+    return _finish(run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
+                                 ray_address=args.ray_address), out)
 
 
 def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:

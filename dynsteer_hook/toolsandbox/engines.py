@@ -4,22 +4,40 @@ Every engine yields the results in job order, so a run, a replay or a comparison
 same files whichever engine ran it. Ray is optional (``pip install dynsteer-hook[ray]``): with
 ``--engine ray`` jobs become Ray tasks on the cluster at ``--ray-address`` (or ``RAY_ADDRESS``),
 and without an address Ray starts a local instance on this machine.
+
+Jobs that handle Ctrl-C themselves (the scenarios of ``dynsteer run``) say what a job given up
+looks like (``stopped``). Locally, workers then start with Ctrl-C ignored and install their
+``InterruptControl`` first thing; the parent forwards a first Ctrl-C to them and keeps collecting
+what they return (an interrupted scenario comes back as a result too), then closes and joins the
+pool so that workers exit on their own and clean up after themselves; a second Ctrl-C stops the
+wait and terminates them. On Ray, Ctrl-C stops the wait and cancels the tasks not yet returned.
+Other jobs (replays) simply stop at Ctrl-C.
 """
 
 from __future__ import annotations
 
+import argparse
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, TypeVar
 
 from dynsteer_hook.errors import DynsteerError
+from dynsteer_hook.toolsandbox import interrupts
 
 Engine = Literal["local", "ray"]
 ENGINES: tuple[str, ...] = ("local", "ray")
 
 J = TypeVar("J")
 R = TypeVar("R")
+
+
+def add_engine_flags(p: argparse.ArgumentParser) -> None:
+    """Where the jobs run: local processes, or Ray (``--engine``, ``--ray-address``)."""
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=list(ENGINES), default="local",
+                   help="local processes (default) or Ray tasks (pip install 'dynsteer-hook[ray]'; a local instance unless --ray-address)")
+    g.add_argument("--ray-address", default=None, metavar="ADDRESS", help="the Ray cluster to join (default: RAY_ADDRESS, else a local instance)")
 
 
 def _quiet_logs() -> None:
@@ -33,6 +51,11 @@ def _quiet_logs() -> None:
 def _call(worker: Callable[[Any], Any], job: Any) -> Any:
     _quiet_logs()
     return worker(job)
+
+
+def _init_interruptible_worker(shared: Any) -> None:
+    _quiet_logs()
+    interrupts.init_worker(shared)
 
 
 def _ray() -> Any:
@@ -54,7 +77,7 @@ def check_engine(engine: str, ray_address: str | None) -> None:
 
 
 def run_jobs(worker: Callable[[J], R], jobs: Sequence[J], *, processes: int = 1, engine: str = "local",
-             ray_address: str | None = None) -> Iterator[R]:
+             ray_address: str | None = None, stopped: Callable[[J], R] | None = None) -> Iterator[R]:
     """Results of ``worker(job)`` for every job, in job order.
 
     Args:
@@ -63,10 +86,14 @@ def run_jobs(worker: Callable[[J], R], jobs: Sequence[J], *, processes: int = 1,
         processes: Local worker processes (``local``), or CPUs of a Ray instance started here.
         engine: ``local`` or ``ray``.
         ray_address: A Ray cluster to join (``ray`` only; default ``RAY_ADDRESS`` or a local instance).
+        stopped: For jobs that handle Ctrl-C themselves: the result of a job given up (see the module's text).
     """
     check_engine(engine, ray_address)
     if engine == "ray":
-        yield from _run_ray(worker, jobs, processes, ray_address or os.environ.get("RAY_ADDRESS"))
+        yield from _run_ray(worker, jobs, processes, ray_address or os.environ.get("RAY_ADDRESS"), stopped)
+        return
+    if stopped is not None:
+        yield from _run_interruptible(worker, jobs, processes, stopped)
         return
     if processes > 1 and len(jobs) > 1:
         ctx = multiprocessing.get_context("spawn")
@@ -77,7 +104,35 @@ def run_jobs(worker: Callable[[J], R], jobs: Sequence[J], *, processes: int = 1,
         yield worker(job)
 
 
-def _run_ray(worker: Callable[[J], R], jobs: Sequence[J], processes: int, address: str | None) -> Iterator[R]:
+def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: int, stopped: Callable[[J], R]) -> Iterator[R]:
+    if processes <= 1 or len(jobs) <= 1:
+        with interrupts.installed():
+            for job in jobs:
+                yield worker(job)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    with interrupts.ignoring_interrupts():  # workers start deaf to Ctrl-C until their control is in place
+        pool = ctx.Pool(min(processes, len(jobs)), initializer=_init_interruptible_worker, initargs=(stop,))
+    done = 0
+    with interrupts.ParentControl(stop).installed():
+        try:
+            for r in pool.imap(worker, jobs):
+                done += 1
+                yield r
+            pool.close()  # workers then exit on their own, cleaning up after themselves (terminate would not)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, keep what came back
+            pool.terminate()
+            yield from (stopped(job) for job in jobs[done:])
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
+
+
+def _run_ray(worker: Callable[[J], R], jobs: Sequence[J], processes: int, address: str | None,
+             stopped: Callable[[J], R] | None) -> Iterator[R]:
     ray = _ray()
     started = False
     if not ray.is_initialized():
@@ -94,8 +149,18 @@ def _run_ray(worker: Callable[[J], R], jobs: Sequence[J], processes: int, addres
     try:
         task = ray.remote(_call)
         refs = [task.remote(worker, job) for job in jobs]
-        for ref in refs:
-            yield ray.get(ref)
+        done = 0
+        try:
+            for ref in refs:
+                result = ray.get(ref)
+                done += 1
+                yield result
+        except KeyboardInterrupt:
+            if stopped is None:
+                raise
+            for ref in refs[done:]:
+                ray.cancel(ref, force=True)
+            yield from (stopped(job) for job in jobs[done:])
     finally:
         if started:
             ray.shutdown()

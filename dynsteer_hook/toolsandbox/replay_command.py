@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.errors import DynsteerError
+from dynsteer_hook.toolsandbox.engines import add_engine_flags
 
 
 def add_replay_parser(sub: Any) -> None:
@@ -35,14 +36,6 @@ def add_replay_parser(sub: Any) -> None:
     add_config_flags(p)
     add_judge_flags(p)
     p.set_defaults(func=cmd_replay)
-
-
-def add_engine_flags(p: argparse.ArgumentParser) -> None:
-    """Where the jobs run: local processes, or Ray."""
-    g = p.add_argument_group("engine")
-    g.add_argument("--engine", choices=["local", "ray"], default="local",
-                   help="local processes (default) or Ray tasks (pip install 'dynsteer-hook[ray]'; a local instance unless --ray-address)")
-    g.add_argument("--ray-address", default=None, metavar="ADDRESS", help="the Ray cluster to join (default: RAY_ADDRESS, else a local instance)")
 
 
 def add_compare_parser(sub: Any) -> None:

@@ -1,5 +1,5 @@
-"""What a run tells about its scenarios: the ``dynsteer`` block of each result, the counts
-ToolSandbox's CLI prints before a run, its per-category means, and ``dynsteer_summary.json``.
+"""What a run tells about its scenarios: the counts ToolSandbox's CLI prints before a run, its
+per-category means, and ``dynsteer_summary.json``.
 
 A result carrying ``interrupted`` (Ctrl-C) is not a ToolSandbox result: it stays out of
 ``per_scenario_results`` and of the category means, and both summaries list it under
@@ -18,13 +18,14 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from dynsteer_hook.report import Report
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
+from dynsteer_hook.toolsandbox.results import IN_FLIGHT, NOT_STARTED
 
 from tool_sandbox.common.scenario import Scenario
 
-IN_FLIGHT = "in_flight"
-NOT_STARTED = "not_started"
+__all__ = ["IN_FLIGHT", "NOT_STARTED", "category_summary", "dynsteer_summary", "interruption", "result_summary",
+           "scenario_counts", "toolsandbox_summaries"]
+
 
 _SUMMARY_FUNCTIONS = ("get_category_summary", "get_category_to_scenario_count", "get_necessary_tool_name_to_scenario_count")
 
@@ -56,42 +57,6 @@ def toolsandbox_summaries() -> types.SimpleNamespace:
     namespace: dict[str, Any] = {"__name__": "tool_sandbox.cli.utils"}
     exec(compile(ast.Module(body=body, type_ignores=[]), str(path), "exec"), namespace)
     return types.SimpleNamespace(**{name: namespace[name] for name in _SUMMARY_FUNCTIONS})
-
-
-def dynsteer_block(report: Report, *, rows_seen: int, max_messages: int, steps_not_played: int | None, seconds: float,
-                   evaluator_seconds: float, report_error: str | None) -> dict[str, Any]:
-    """The ``dynsteer`` entry of one scenario's result in ``result_summary.json``."""
-    tiers: Counter[str] = Counter()
-    for st in report.stages:
-        for use in st.tiers.values():
-            tiers[str(use.used)] += 1
-    stop = report.stop
-    return {
-        "outcome": report.outcome,
-        "crash": report.crash,
-        "halted": report.halted,
-        "stop": None if stop is None else {
-            "reason": stop.reason, "k": stop.k, "t": stop.t, "anchor": stop.anchor, "dimension": stop.dimension,
-        },
-        "score": report.score,
-        "settled": report.settled,
-        "unsettled": report.unsettled,
-        "first_error": None if report.first_error is None else {"k": report.first_error.k, "t": report.first_error.t},
-        "stage_dimensions_by_tier": dict(sorted(tiers.items())),
-        "stages": len(report.stages),
-        "k": report.k,
-        "t": report.t,
-        "rows_seen": rows_seen,
-        "max_messages": max_messages,
-        "scripted_steps_not_played": steps_not_played,
-        "rollout_seconds": round(seconds, 4),
-        "evaluator_seconds": round(evaluator_seconds, 4),
-        "blueprint": report.blueprint.get("sha256_16"),
-        "blueprint_stale": report.blueprint_stale,
-        "incomplete_logs": [log.model_dump() for log in report.incomplete_logs],
-        "report_written": report_error is None,
-        "report_error": report_error,
-    }
 
 
 def scenario_counts(name_to_scenario: dict[str, Scenario]) -> tuple[Counter[str], Counter[str]]:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from ts_support import BLUEPRINTS, D
 
-from dynsteer_hook.toolsandbox import runner
+from dynsteer_hook.toolsandbox import playing
 from dynsteer_hook.toolsandbox.calls import decode_arguments, gate, inspect_code, render_call, safe_call_id
 from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario
 
@@ -177,14 +177,14 @@ def test_source_from_any_agent_role_is_checked_before_it_runs(scenarios: dict[st
     execution environment runs it: host code never runs and the agent sees a tool error."""
     marker = tmp_path / "host_code_ran"
     agent = RawCodeAgent(f"__import__('os').system('touch {marker}')")
-    real = runner._build_roles
+    real = playing._build_roles
 
     def build(name: str, options: RunOptions) -> Any:
         roles, _ = real(name, options)
         roles[RoleType.AGENT] = agent
         return roles, None
 
-    monkeypatch.setattr(runner, "_build_roles", build)
+    monkeypatch.setattr(playing, "_build_roles", build)
     script = tmp_path / "s.json"
     script.write_text(json.dumps({D: {"agent": [], "user": []}}))
     r = run_scenario((D, scenarios[D]), options=RunOptions(agent="Scripted", user="Scripted", script=script, blueprint_dir=BLUEPRINTS),

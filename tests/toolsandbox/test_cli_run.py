@@ -78,3 +78,40 @@ def test_malformed_blueprint_stops_the_run_before_it_starts(scenarios: dict[str,
     err = capsys.readouterr().err
     assert code == 2 and "ghost" in err and str(bps) in err
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").rglob("conversation.json"))
+
+
+SCRAMBLED = "send_message_with_contact_content_cellular_off_3_distraction_tools_tool_name_scrambled"
+
+
+def _decisions(out: Path) -> dict[str, Any]:
+    """Every scenario's verdict in ``dynsteer_summary.json`` without the seconds it took."""
+    summary = json.loads((out / "dynsteer_summary.json").read_text())
+    return {p["name"]: p for p in summary["per_scenario"]} | {
+        "halts_by_reason": summary["halts_by_reason"], "outcomes": summary["outcomes"]}
+
+
+def test_run_on_ray_decides_as_local_processes(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``dynsteer run --engine ray`` (a local Ray instance) plays the scenarios as Ray tasks to the same verdicts,
+    summaries and ToolSandbox similarities as ``--engine local``."""
+    pytest.importorskip("ray", reason="Ray is optional: pip install 'dynsteer-hook[ray]'")
+    outs = {}
+    for engine in ("local", "ray"):
+        argv = ["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "looping_agent.json"),
+                "-s", B, SCRAMBLED, "-p", "2", "-o", str(tmp_path / engine), "--engine", engine, "--blueprints", str(BLUEPRINTS)]
+        assert main(argv) == 0
+        outs[engine] = _only_dir(tmp_path / engine)
+    local, ray = (_decisions(outs[e]) for e in ("local", "ray"))
+    assert local == ray
+    assert set(local) >= {B, SCRAMBLED} and local["halts_by_reason"]  # the looping agent is halted on both engines
+    similarity = {e: {r["name"]: r["similarity"] for r in json.loads((outs[e] / "result_summary.json").read_text())["per_scenario_results"]}
+                  for e in outs}
+    assert similarity["local"] == similarity["ray"]
+    assert (outs["ray"] / "trajectories" / SCRAMBLED / "dynsteer_report.json").is_file()
+
+
+def test_ray_address_without_the_ray_engine_is_refused_by_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--ray-address`` with the local engine is one sentence, before any scenario loads."""
+    code = main(["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "looping_agent.json"),
+                 "-s", B, "-o", str(tmp_path), "--ray-address", "ray://127.0.0.1:1"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--engine ray" in err and len(err.strip().splitlines()) == 1

@@ -1,0 +1,201 @@
+"""Playing one ToolSandbox scenario, with the native evaluator or with dynsteer live in the loop.
+
+``run_scenario`` lives at module level so that the ``spawn`` worker processes of a parallel
+run import it and build their own roles, evaluator and session. It returns the scenario's
+entry of ``per_scenario_results`` (a ``ScenarioResult``'s record): ToolSandbox's keys plus a
+``dynsteer`` block.
+
+Faults never cost what is already known: a log that cannot be written (a full disk) stops
+growing while the evaluator goes on in memory and the report names the first missing
+record; a report that cannot be written is noted in the result; Ctrl-C ends an in-flight
+rollout as ``interrupted`` (report written, both files or neither) and starts nothing new
+(see ``interrupts``). A rollout that raises, whatever raised, is a crashed result with its
+traceback, and its report says ``crashed`` with the reason.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dynsteer_hook.config import EvaluatorConfig
+from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.events import Event
+from dynsteer_hook.judge_factory import JudgeSettings
+from dynsteer_hook.model_settings import ModelSettings
+from dynsteer_hook.outputs import JsonlSink, reason
+from dynsteer_hook.report import IncompleteLog, with_files
+from dynsteer_hook.runtime.evaluator import Evaluator
+from dynsteer_hook.storage import AUDIT_LOG, EventLog, load_blueprint, write_report
+from dynsteer_hook.toolsandbox import (
+    _quiet,  # noqa: F401 - must precede the tool_sandbox imports
+    interrupts,
+)
+from dynsteer_hook.toolsandbox.adapter import GuardedRole, RolloutSession
+from dynsteer_hook.toolsandbox.preflight import blueprint_path, default_blueprint_dir, model_of
+from dynsteer_hook.toolsandbox.results import IN_FLIGHT, NOT_STARTED, DynsteerBlock, ScenarioResult
+from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, litellm_role
+from dynsteer_hook.toolsandbox.scenario_view import public_view
+from dynsteer_hook.toolsandbox.scripted import ScriptedAgent, ScriptedUser, load_script
+
+from tool_sandbox.common.execution_context import RoleType
+from tool_sandbox.common.scenario import Scenario
+from tool_sandbox.roles.base_role import BaseRole
+from tool_sandbox.roles.execution_environment import ExecutionEnvironment
+
+EVENTS_FILE = "dynsteer_events.jsonl"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Everything a worker needs to play one scenario (picklable)."""
+
+    agent: str
+    user: str
+    evaluator: str = "dynsteer"
+    blueprint_dir: Path | None = None
+    script: Path | None = None
+    config: EvaluatorConfig = field(default_factory=EvaluatorConfig)
+    judges: JudgeSettings = field(default_factory=JudgeSettings)
+    write_events: bool = True
+    agent_model: ModelSettings | None = None  # the model of the LiteLLM agent
+    user_model: ModelSettings | None = None  # the model of the LiteLLM user
+    allow_stale: bool = False  # play blueprints compiled from another version of the public view
+
+
+def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRole], ScriptedAgent | None]:
+    scripted_agent: ScriptedAgent | None = None
+    script = load_script(options.script) if options.script else {}
+    if SCRIPTED in (options.agent, options.user) and name not in script:
+        raise ScenarioError(f"the script {options.script} has no entry for scenario {name!r}")
+    if options.agent == SCRIPTED:
+        scripted_agent = ScriptedAgent(script[name].agent)
+        agent: BaseRole = scripted_agent
+    elif options.agent == LITELLM:
+        agent = litellm_role("agent", model_of("agent", options.agent_model))
+    else:
+        agent = AGENTS[options.agent].build()
+    if options.user == SCRIPTED:
+        user: BaseRole = ScriptedUser(script[name].user)
+    elif options.user == LITELLM:
+        user = litellm_role("user", model_of("user", options.user_model))
+    else:
+        user = USERS[options.user].build()
+    return {RoleType.USER: user, RoleType.EXECUTION_ENVIRONMENT: ExecutionEnvironment(), RoleType.AGENT: agent}, scripted_agent
+
+
+def _open_log(path: Path) -> JsonlSink:
+    """A log of the rollout; one that cannot be created (a full disk) is recorded as missing from record 0."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return JsonlSink(path)
+    except OSError as exc:
+        return JsonlSink.broken(path, reason(exc))
+
+
+def _log_gap(sink: JsonlSink, name: str) -> IncompleteLog | None:
+    return IncompleteLog(file=name, from_record=sink.records, reason=sink.error) if sink.error else None
+
+
+def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions, output_directory: Path) -> dict[str, Any]:
+    """Play and evaluate one scenario; its entry of ``per_scenario_results`` (see ``play_scenario``)."""
+    return play_scenario(name_and_scenario, options=options, output_directory=output_directory).record()
+
+
+def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions, output_directory: Path) -> ScenarioResult:
+    """Play and evaluate one scenario; never raises for a failing rollout, a full disk or Ctrl-C (each is recorded)."""
+    name, scenario = name_and_scenario
+    control = interrupts.current()
+    if control.stopping():
+        return ScenarioResult.stopped(name, scenario.categories, NOT_STARTED)
+    output_directory.mkdir(parents=True, exist_ok=True)
+    roles, scripted = _build_roles(name, options)
+    if options.evaluator != "dynsteer":
+        try:
+            with control.armed():
+                return _with_llm_spending(_play(name, scenario, roles, output_directory), roles)
+        except KeyboardInterrupt:
+            return ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
+
+    trajectory = output_directory / "trajectories" / name
+    directory = options.blueprint_dir or default_blueprint_dir()
+    bp = load_blueprint(blueprint_path(directory, name))
+    prov = bp.provenance
+    stale = bool(prov and prov.public_view_hash and prov.public_view_hash != public_view(name, scenario).digest())
+    spent = [0.0]
+    sink = _open_log(trajectory / AUDIT_LOG)
+    log = EventLog(_open_log(trajectory / EVENTS_FILE)) if options.write_events else None
+    try:
+        evaluator = Evaluator(bp, options.config, sink=sink, judges=options.judges.build())
+        if log is not None:
+            log.meta(task=name, blueprint=str(blueprint_path(directory, name).name))
+
+        def on_event(event: Event) -> None:
+            start = time.perf_counter()
+            control.hold()  # the evaluator's state is never left half-updated by Ctrl-C
+            try:
+                if log is not None:
+                    log.write(event)
+                evaluator.observe(event)
+            except BaseException:
+                control.release(deliver=False)
+                raise
+            finally:
+                spent[0] += time.perf_counter() - start
+            control.release()
+
+        def on_turn(turn: int, seconds: float, tokens: int | None) -> None:
+            if log is not None:  # what each agent turn cost, so a replay can say what a stop saves
+                log.meta(batch_cost={"batch": turn, "seconds": round(seconds, 6), "tokens": tokens})
+
+        session = RolloutSession(on_event, on_turn)
+        guarded: dict[RoleType, BaseRole] = {rt: GuardedRole(role, session) for rt, role in roles.items()}
+        start = time.perf_counter()
+        try:
+            with control.armed():
+                result = _play(name, scenario, guarded, output_directory)
+        except KeyboardInterrupt:
+            result = ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
+        seconds = time.perf_counter() - start
+        with control.held():
+            report = evaluator.finish(crash=result.crash_reason(), interrupted=result.interrupted is not None)
+            gaps = tuple(g for g in (_log_gap(sink, AUDIT_LOG), log and _log_gap(log.sink, EVENTS_FILE)) if g)
+            report = with_files(report, stale=stale, incomplete_logs=gaps)
+            try:
+                write_report(report, trajectory)
+                report_error = None
+            except OSError as exc:
+                report_error = f"{trajectory}: {reason(exc)}"
+    finally:
+        sink.close()
+        if log is not None:
+            log.close()
+    remaining = None
+    if scripted is not None and report.halted:
+        remaining = max(0, len(scripted.steps) - scripted.turn) + 1  # plus the closing "done" message
+    result.dynsteer = DynsteerBlock.of(report, rows_seen=session.rows_seen, max_messages=scenario.max_messages,
+                                       steps_not_played=remaining, seconds=seconds, evaluator_seconds=spent[0],
+                                       report_error=report_error)
+    return _with_llm_spending(result, roles)
+
+
+def _with_llm_spending(result: ScenarioResult, roles: dict[RoleType, BaseRole]) -> ScenarioResult:
+    """Adds the LiteLLM agent's and user's calls, tokens and cost to a scenario's result."""
+    for key, role in (("agent_llm", RoleType.AGENT), ("user_llm", RoleType.USER)):
+        spent = getattr(roles[role], "spent", None)
+        if callable(spent):
+            setattr(result, key, spent())
+    return result
+
+
+def _play(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], output_directory: Path) -> ScenarioResult:
+    try:
+        played = scenario.play_and_evaluate(roles=roles, output_directory=output_directory, scenario_name=name)
+        return ScenarioResult.evaluated(name, scenario.categories, played.evaluation_result)
+    except Exception as exc:  # a crashing rollout is a result, as in ToolSandbox
+        return ScenarioResult.crashed(name, scenario.categories, exc, scenario.max_messages)
+    finally:
+        for role in roles.values():
+            role.teardown()
