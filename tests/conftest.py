@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 import structlog
-from fake_llm import FakeLLMServer
+from fake_llm import PRICE_IN, PRICE_OUT, FakeLLMServer
 
 from dynsteer_hook import cli
 
@@ -41,10 +41,6 @@ def core_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     only; tests/toolsandbox covers the rest.
     """
     monkeypatch.setitem(sys.modules, "dynsteer_hook.toolsandbox.cli", None)
-
-
-PRICE_IN, PRICE_OUT = 1e-6, 2e-6
-"""USD per prompt and per answer token of the ``priced_model`` fixture's model."""
 
 
 @pytest.fixture

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+PRICE_IN, PRICE_OUT = 1e-6, 2e-6
+"""USD per prompt and per answer token of the ``priced_model`` fixture's model (see conftest)."""
 
 @dataclass(frozen=True)
 class Reply:

@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 import structlog
-from conftest import PRICE_IN, PRICE_OUT
-from fake_llm import FakeLLMServer, Reply, call
+from fake_llm import PRICE_IN, PRICE_OUT, FakeLLMServer, Reply, call
 from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fake_llm import FakeLLMServer, Reply
+from fake_llm import PRICE_IN, PRICE_OUT, FakeLLMServer, Reply
 from llm_graphs import MALFORMED, VIEW, cyclic_graph, good_graph, hallucinated_graph
 
 from dynsteer_hook.compile.compiler import compile_blueprint, compile_consensus
@@ -98,14 +98,16 @@ def test_pruned_candidates_keep_their_raw_text(llm_server: FakeLLMServer) -> Non
     assert cands[0].blueprint is not None and cands[0].raw == good_graph()
 
 
-def test_tokens_cost_and_model_reach_the_provenance(llm_server: FakeLLMServer) -> None:
+def test_tokens_cost_and_model_reach_the_provenance(llm_server: FakeLLMServer, priced_model: str) -> None:
     """Every call's tokens and cost, pruned candidates included, are summed into the blueprint's provenance."""
     _faulty_five(llm_server)
-    prov = compile_blueprint(VIEW, sources=[_source(llm_server)], n=5, min_valid=1).provenance
+    model = f"openai/{priced_model}"
+    client = LLMClient(model, api_base=llm_server.url, timeout=5.0, max_retries=1, backoff_base=0.0, temperature=0.8)
+    prov = compile_blueprint(VIEW, sources=[llm_source(client)], n=5, min_valid=1).provenance
     assert prov is not None
     assert prov.tokens == 5 * 300 + 100 + 40 + 90 + 110
-    assert prov.cost_usd == pytest.approx(1500 * 0.15e-6 + 340 * 0.6e-6)
-    assert prov.models == (MODEL,) and prov.generators == (GENERATOR,)
+    assert prov.cost_usd == pytest.approx(1500 * PRICE_IN + 340 * PRICE_OUT)
+    assert prov.models == (model,) and prov.generators == (GENERATOR,)
     assert prov.candidates == 5 and prov.valid_candidates == 1
 
 
@@ -147,12 +149,14 @@ def test_usage_errors_propagate_before_any_call(monkeypatch: pytest.MonkeyPatch)
         llm_source(LLMClient("gpt-4o-mini"))(VIEW, 1)
 
 
-def test_litellm_mock_source_without_a_server() -> None:
-    """The offline hook drives the whole source: five identical good answers give a two-milestone blueprint."""
-    client = LLMClient("gpt-4o-mini", extra={"mock_response": good_graph()})
+def test_litellm_mock_source_without_a_server(priced_model: str) -> None:
+    """The offline hook drives the whole source: five identical good answers give a two-milestone blueprint,
+    its tokens priced at the model's price."""
+    client = LLMClient(f"openai/{priced_model}", extra={"mock_response": good_graph()})
     bp = compile_blueprint(VIEW, sources=[llm_source(client)], n=5, min_valid=5)
     assert [m.tool for m in bp.milestones] == ["search_contacts", "send_message"]
-    assert bp.provenance is not None and bp.provenance.tokens == 5 * 30 and (bp.provenance.cost_usd or 0) > 0
+    assert bp.provenance is not None and bp.provenance.tokens == 5 * 30
+    assert 5 * 30 * PRICE_IN <= bp.provenance.cost_usd <= 5 * 30 * PRICE_OUT
 
 
 @pytest.mark.parametrize("n", [0, -1])

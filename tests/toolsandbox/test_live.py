@@ -92,7 +92,7 @@ def test_minefield_agent_is_halted_before_the_tool_executes(runs: dict[tuple[str
     assert "+15555550123" in recipients("native")  # without the hook the message is really sent
     assert "+15555550123" not in recipients("dynsteer")
     report = json.loads((trajectory(runs, "minefield_agent", D) / "dynsteer_report.json").read_text())
-    assert report["stop"]["minefield"] == "mf:send" or report["stop"]["tool"] == "send_message_with_phone_number"
+    assert (report["stop"]["minefield"], report["stop"]["tool"]) == ("mf:send_message_with_phone_number", "send_message_with_phone_number")
     assert report["pending_calls"], "the blocked call never received a result"
 
 

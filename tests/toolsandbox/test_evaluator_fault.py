@@ -1,0 +1,70 @@
+"""An exception that is not a halt, raised inside the evaluator while ToolSandbox plays a real scenario.
+
+The evaluator is dynsteer's own code running inside ToolSandbox's loop; a bug there must not turn
+into a traceback for the person running the benchmark. The rollout ends as a crash of that
+scenario with the exception as its reason, the report is written (outcome ``crashed``, the
+steps evaluated before the fault), the event log holds the rollout up to the fault, the other
+scenarios of the run play on, and the command exits as a run with a crashed scenario does.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from ts_support import BLUEPRINTS, SCRIPTS, A, B
+
+from dynsteer_hook.cli import main
+from dynsteer_hook.runtime.evaluator import Evaluator
+
+pytestmark = pytest.mark.toolsandbox
+
+FAULT_AT = 6  # the evaluator fails on the sixth raw event of the faulty scenario
+
+
+def test_an_evaluator_bug_ends_the_rollout_as_a_crash_with_its_reason_and_trajectory(
+    scenarios: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    real = Evaluator.observe
+    seen: dict[int, int] = {}
+
+    def faulty(self: Evaluator, event: Any) -> Any:
+        if self.blueprint.task == B:
+            seen[id(self)] = seen.get(id(self), 0) + 1
+            if seen[id(self)] == FAULT_AT:
+                raise ZeroDivisionError("evaluator bug: division by zero in a stage score")
+        return real(self, event)
+
+    monkeypatch.setattr(Evaluator, "observe", faulty)
+    code = main(["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"),
+                 "-s", A, B, "-p", "1", "-o", str(tmp_path), "--blueprints", str(BLUEPRINTS)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Traceback" not in captured.err
+    verdicts = {line.split(":", 1)[0]: line for line in captured.out.splitlines() if line.startswith((A + ":", B + ":"))}
+    assert verdicts[B].startswith(f"{B}: crashed (ZeroDivisionError: evaluator bug: division by zero in a stage score)")
+    assert "crashed" not in verdicts[A] and "ToolSandbox similarity 1.000" in verdicts[A]
+
+    [out] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    results = {r["name"]: r for r in json.loads((out / "result_summary.json").read_text())["per_scenario_results"]}
+    crashed = results[B]
+    assert crashed["exception_type"] == "ZeroDivisionError" and crashed["similarity"] == 0
+    assert "faulty" in crashed["traceback"] and crashed["traceback"].rstrip().endswith("division by zero in a stage score")
+    block = crashed["dynsteer"]
+    assert block["outcome"] == "crashed" and block["crash"] == "ZeroDivisionError: evaluator bug: division by zero in a stage score"
+    assert block["score"] == 0 and not block["halted"] and block["report_written"]
+    assert results[A]["exception_type"] is None and results[A]["dynsteer"]["outcome"] == "completed"
+
+    trajectory = out / "trajectories" / B
+    report = json.loads((trajectory / "dynsteer_report.json").read_text())
+    assert report["outcome"] == "crashed" and report["crash"] == block["crash"] and report["score"] == 0
+    assert report["k"] == FAULT_AT - 1  # the events before the fault were evaluated, the faulty one was not
+    events = [json.loads(line) for line in (trajectory / "dynsteer_events.jsonl").read_text().splitlines()]
+    assert sum(1 for e in events if e.get("kind") != "meta") == FAULT_AT  # logged before it was observed
+    assert "crashed" in (trajectory / "dynsteer_report.md").read_text()
+
+    summary = json.loads((out / "dynsteer_summary.json").read_text())
+    assert summary["crashed"] == 1 and summary["outcomes"] == {"completed": 1, "crashed": 1}
+    assert summary["mean_score"] == results[A]["dynsteer"]["score"]  # a crash is not judged
