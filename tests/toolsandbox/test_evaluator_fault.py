@@ -17,24 +17,26 @@ import pytest
 from ts_support import BLUEPRINTS, SCRIPTS, A, B
 
 from dynsteer_hook.cli import main
+from dynsteer_hook.events import event_to_record
 from dynsteer_hook.runtime.evaluator import Evaluator
 
 pytestmark = pytest.mark.toolsandbox
 
-FAULT_AT = 6  # the evaluator fails on the sixth raw event of the faulty scenario
-
-
+@pytest.mark.parametrize("kind", ["system_message", "user_message", "tool_call", "tool_result", "agent_message"])
 def test_an_evaluator_bug_ends_the_rollout_as_a_crash_with_its_reason_and_trajectory(
-    scenarios: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    kind: str, scenarios: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """The evaluator fails on the first event of each kind in turn: before a call runs (minefield screening), after its
+    result, on the agent's and the user's messages."""
     real = Evaluator.observe
-    seen: dict[int, int] = {}
+    observed: list[str] = []
 
     def faulty(self: Evaluator, event: Any) -> Any:
         if self.blueprint.task == B:
-            seen[id(self)] = seen.get(id(self), 0) + 1
-            if seen[id(self)] == FAULT_AT:
+            seen = event_to_record(event)["kind"]
+            if seen == kind:
                 raise ZeroDivisionError("evaluator bug: division by zero in a stage score")
+            observed.append(seen)
         return real(self, event)
 
     monkeypatch.setattr(Evaluator, "observe", faulty)
@@ -60,9 +62,9 @@ def test_an_evaluator_bug_ends_the_rollout_as_a_crash_with_its_reason_and_trajec
     trajectory = out / "trajectories" / B
     report = json.loads((trajectory / "dynsteer_report.json").read_text())
     assert report["outcome"] == "crashed" and report["crash"] == block["crash"] and report["score"] == 0
-    assert report["k"] == FAULT_AT - 1  # the events before the fault were evaluated, the faulty one was not
+    assert report["k"] == len(observed)  # the events before the fault were evaluated, the faulty one was not
     events = [json.loads(line) for line in (trajectory / "dynsteer_events.jsonl").read_text().splitlines()]
-    assert sum(1 for e in events if e.get("kind") != "meta") == FAULT_AT  # logged before it was observed
+    assert [e["kind"] for e in events if e.get("kind") != "meta"] == [*observed, kind]  # logged before it was observed
     assert "crashed" in (trajectory / "dynsteer_report.md").read_text()
 
     summary = json.loads((out / "dynsteer_summary.json").read_text())
