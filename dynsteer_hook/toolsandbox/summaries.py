@@ -21,6 +21,7 @@ from typing import Any
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.results import IN_FLIGHT, NOT_STARTED
 
+from tool_sandbox.common.execution_context import ExecutionContext, new_context
 from tool_sandbox.common.scenario import Scenario
 
 __all__ = ["IN_FLIGHT", "NOT_STARTED", "category_summary", "dynsteer_summary", "interruption", "result_summary",
@@ -64,7 +65,10 @@ def scenario_counts(name_to_scenario: dict[str, Scenario]) -> tuple[Counter[str]
     ``toolsandbox_summaries``), with plain string keys."""
     ts = toolsandbox_summaries()
     categories = ts.get_category_to_scenario_count(name_to_scenario)
-    tools = ts.get_necessary_tool_name_to_scenario_count(name_to_scenario)
+    # The tool list starts from the current execution context's tools: a fresh one, as ToolSandbox's CLI has
+    # before its first rollout, whatever this process played before.
+    with new_context(ExecutionContext()):
+        tools = ts.get_necessary_tool_name_to_scenario_count(name_to_scenario)
     return Counter({str(k): v for k, v in categories.items()}), Counter({str(k): v for k, v in tools.items()})
 
 

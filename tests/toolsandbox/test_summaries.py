@@ -18,6 +18,8 @@ import pytest
 from dynsteer_hook.toolsandbox.scenarios import load_scenarios
 from dynsteer_hook.toolsandbox.summaries import category_summary, result_summary, scenario_counts
 
+from tool_sandbox.common.execution_context import new_context
+
 REPO = Path(__file__).resolve().parents[2]
 
 _TOOLSANDBOX_SIDE = textwrap.dedent('''
@@ -93,7 +95,10 @@ def test_counts_and_category_means_equal_toolsandbox_own(selection: str) -> None
     results = [{"name": n, "categories": [str(c) for c in s.categories], "similarity": (i % 7) / 6, "turn_count": 3 + i % 5}
                for i, (n, s) in enumerate(sorted(chosen.items()))]
     theirs = _toolsandbox_own(names, results)
-    categories, tools = scenario_counts(chosen)
+    # As in a process that played a scenario before: the current execution context is that scenario's.
+    played = chosen[sorted(chosen)[0]]
+    with new_context(played.starting_context):
+        categories, tools = scenario_counts(chosen)
     assert dict(categories) == theirs["categories"]
     assert dict(tools) == theirs["tools"]
     assert category_summary(results) == theirs["means"]
