@@ -20,6 +20,7 @@ import argparse
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from typing import Any, Literal, TypeVar
 
 from dynsteer_hook.errors import DynsteerError
@@ -114,21 +115,26 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
     stop = ctx.Event()
     with interrupts.ignoring_interrupts():  # workers start deaf to Ctrl-C until their control is in place
         pool = ctx.Pool(min(processes, len(jobs)), initializer=_init_interruptible_worker, initargs=(stop,))
-    done = 0
+    came: dict[int, R] = {}
     with interrupts.ParentControl(stop).installed():
         try:
-            for r in pool.imap(worker, jobs):
-                done += 1
-                yield r
+            # In completion order, so that a second Ctrl-C keeps every result that came back.
+            for i, r in pool.imap_unordered(partial(_numbered, worker), enumerate(jobs)):
+                came[i] = r
             pool.close()  # workers then exit on their own, cleaning up after themselves (terminate would not)
         except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, keep what came back
             pool.terminate()
-            yield from (stopped(job) for job in jobs[done:])
         except BaseException:
             pool.terminate()
             raise
         finally:
             pool.join()
+    for i, job in enumerate(jobs):
+        yield came[i] if i in came else stopped(job)
+
+
+def _numbered(worker: Callable[[J], R], item: tuple[int, J]) -> tuple[int, R]:
+    return item[0], worker(item[1])
 
 
 def _run_ray(worker: Callable[[J], R], jobs: Sequence[J], processes: int, address: str | None,
