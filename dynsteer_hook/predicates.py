@@ -111,8 +111,11 @@ def _compile(pattern: str) -> tuple[Any, str | None]:
     except UnicodeEncodeError:
         return None, "the pattern is not valid Unicode text (it holds a lone surrogate)"
     except re2.error as exc:
-        reason = exc.args[0] if exc.args else exc
-        return None, reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+        raw = exc.args[0] if exc.args else exc
+        reason = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
+        # RE2 says "<what is wrong>: <the part of the pattern at fault>"; that part can be the whole pattern.
+        what, _, where = reason.partition(": ")
+        return None, reason if len(where) <= 40 else f"{what}: {where[:37]}..."
 
 
 def _valid_unicode(text: str) -> str:

@@ -33,7 +33,16 @@ from known_quality.clocks import CallClock, CallNotPlayedError, call_clock
 from known_quality.faults import fresh_variant, malformed_kind, variant
 from known_quality.model import FAULT_KINDS, Call, Fault, KnownScript, Skip, Step, Variant
 from known_quality.solver import clean_solver
-from known_quality.verify import Coverage, VariantOutcomes, play, play_fresh, scores_one, verify_clean, verify_variants
+from known_quality.verify import (
+    Coverage,
+    VariantOutcomes,
+    play,
+    play_fresh,
+    predicted_clock,
+    scores_one,
+    verify_clean,
+    verify_variants,
+)
 
 from dynsteer_hook.errors import DynsteerError
 from dynsteer_hook.storage import write_json_atomic
@@ -43,7 +52,7 @@ from tool_sandbox.common.scenario import Scenario
 
 __all__ = [
     "FAULT_KINDS", "Call", "CallClock", "CallNotPlayedError", "Coverage", "Fault", "KnownScript", "Skip", "Step", "Variant",
-    "VariantOutcomes", "call_clock", "clean_solver", "fresh_variant", "main", "malformed_kind", "play", "play_fresh",
+    "VariantOutcomes", "call_clock", "clean_solver", "fresh_variant", "main", "malformed_kind", "play", "play_fresh", "predicted_clock",
     "scores_one", "variant", "verify_clean", "verify_variants",
 ]
 

@@ -11,7 +11,9 @@ quadratic structure) fails the row instead of hanging the suite.
 * ``REJECTED``: patterns RE2 cannot run; validation names the milestone or minefield in one
   sentence, and ``dynsteer evaluate`` exits 2 with it;
 * ``HUGE_VALUES``: megabyte arguments and results through every predicate operator;
-* ``LONG_RUNS``: blueprints and traces of tens of thousands of elements through the evaluator.
+* ``LONG_RUNS``: blueprints and traces of tens of thousands of elements through the evaluator;
+* ``LONG_REQUESTS``: requests of a hundred thousand characters shaped against the generator's
+  own readers (runs of spaces, of hyphenated capitals, of digits), read with the right answer.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import pytest
 
 from dynsteer_hook.blueprint import Blueprint, Edge, Milestone, Minefield, StatePredicate, ToolSpec
 from dynsteer_hook.cli import main
+from dynsteer_hook.compile.generator.instruction import read_instruction
 from dynsteer_hook.compile.validation import validate_blueprint
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import BlueprintError, Halt
@@ -345,3 +348,29 @@ LONG_RUNS = [
 def test_long_runs_finish_with_the_right_report(guard: Guard, case: str, expected: dict[str, Any]) -> None:
     """Large blueprints and long traces are evaluated to the end with the right outcome, settlements and clocks."""
     assert guard(long_run, case) == expected
+
+
+# -- long requests through the generator's readers -----------------------------------------
+
+N = 100_000
+LONG_REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
+    # A run of spaces before the reminder's end: the time tail is found once, not once per space.
+    ("reminder-spaces", "Remind me to buy milk" + " " * N + "x", {"reminder_text": "buy milk" + " " * N + "x"}),
+    ("reminder-spaces-then-time", "Remind me to buy milk" + " " * N + "tomorrow", {"reminder_text": "buy milk"}),
+    # Hyphenated capitals never followed by a second word: no capitalised name, no quadratic retries.
+    ("hyphenated-capitals", "Ab-" * N, {"place": None}),
+    # A digit run with no decimal point: no coordinates, and no retry from every digit.
+    ("digit-run", "1" * N + "x", {"coords": ()}),
+    ("digit-run-then-decimals", "1" * N + ".5 and 2.25", {"coords": ("1" * N + ".5", "2.25")}),
+]
+
+
+def instruction_answer(text: str, fields: tuple[str, ...]) -> dict[str, Any]:
+    reading = read_instruction([("user", text)])
+    return {f: getattr(reading, f) for f in fields}
+
+
+@pytest.mark.parametrize(("case", "text", "expected"), LONG_REQUESTS, ids=[c for c, _, _ in LONG_REQUESTS])
+def test_long_requests_are_read_in_linear_time_and_right(guard: Guard, case: str, text: str, expected: dict[str, Any]) -> None:
+    """The generator's readers finish on long adversarial requests with the answer a short request gets."""
+    assert guard(instruction_answer, text, tuple(expected)) == expected

@@ -19,7 +19,7 @@ from typing import Any
 
 _PHONE = re.compile(r"\+?[\d\s().\-]{7,}")
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
-_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
+_EMAIL = re.compile(r"(?<![^@\s])[^@\s]+@[^@\s]+\.[A-Za-z]{2,}")
 _DATE = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?(?:Z|[+-]\d{2}:?\d{2})?|\d{1,2}/\d{1,2}/\d{2,4}")
 _TOKEN = re.compile(r"[\w.:#\-+]+")
 _DIGIT = re.compile(r"\d")

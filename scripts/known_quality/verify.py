@@ -1,18 +1,24 @@
 """Playing generated scripts in ToolSandbox, and keeping the clean solvers it scores 1.0.
 
 A script is generated right before it is played (``play_fresh``): some scripts pass on a
-predicted ``get_current_timestamp`` result, which ToolSandbox checks to within a second.
+predicted ``get_current_timestamp`` result, which ToolSandbox checks to within a second. On a
+busy machine a play can start later than predicted, so ``play_fresh`` holds ToolSandbox's
+clock to the predicted values while the script plays (``predicted_clock``): the tool returns
+the moment the script was written for, whatever the machine's load, and nothing else changes.
 Scripts are played one scenario at a time in this process, with the package's ``Scripted``
 roles, natively (``evaluator="native"``) or with dynsteer live in the loop.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import tempfile
 import time
+import types
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -21,6 +27,7 @@ from typing import Any, TypeVar
 from dynsteer_hook.toolsandbox.reference import base_scenario_name
 from dynsteer_hook.toolsandbox.runner import RunOptions, load_scenarios, run_scenario
 
+import tool_sandbox.tools.utilities as sandbox_utilities
 from tool_sandbox.common.execution_context import ScenarioCategories
 from tool_sandbox.common.scenario import Scenario
 
@@ -63,6 +70,27 @@ def play(script: KnownScript, scenario: Scenario, output_directory: Path, option
 Made = TypeVar("Made")
 
 
+@contextmanager
+def predicted_clock(values: Sequence[float]) -> Iterator[None]:
+    """ToolSandbox's ``get_current_timestamp`` returns ``values`` in order, then the wall clock again."""
+    pending = list(values)
+    real = datetime.datetime
+
+    class _Held(real):
+        @classmethod
+        def now(cls, tz: datetime.tzinfo | None = None) -> datetime.datetime:  # type: ignore[override]
+            return real.fromtimestamp(pending.pop(0), tz) if pending else real.now(tz)
+
+    module = types.SimpleNamespace(**{k: getattr(datetime, k) for k in dir(datetime) if not k.startswith("__")})
+    module.datetime = _Held
+    saved = sandbox_utilities.datetime
+    sandbox_utilities.datetime = module  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sandbox_utilities.datetime = saved
+
+
 def _clock_sensitive(made: object) -> bool:
     script = made.script if isinstance(made, Variant) else made
     return isinstance(script, KnownScript) and bool(script.clock)
@@ -73,18 +101,19 @@ def play_fresh(make: Callable[[float], Made], scenario: Scenario, output_directo
     """Generate a script or variant at this moment and play it at once (``None`` result for a ``Skip``).
 
     A script that predicts the clock is generated twice: the second time for the moment the
-    generation ends, as long as the first one took (a variant takes up to half a second).
+    generation ends, as long as the first one took (a variant takes up to half a second); while
+    it plays, ToolSandbox's clock gives the predicted values (``predicted_clock``).
     """
     start = time.time()
     made = make(start)
     if _clock_sensitive(made):
         spent = time.time() - start
         made = make(time.time() + spent)
-    if isinstance(made, Variant):
-        return made, play(made.script, scenario, output_directory, options)
-    if isinstance(made, KnownScript):
-        return made, play(made, scenario, output_directory, options)
-    return made, None
+    script = made.script if isinstance(made, Variant) else made
+    if not isinstance(script, KnownScript):
+        return made, None
+    with predicted_clock(script.clock):
+        return made, play(script, scenario, output_directory, options)
 
 
 def scores_one(result: dict[str, Any]) -> bool:

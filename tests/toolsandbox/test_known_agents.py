@@ -107,7 +107,7 @@ def test_scrambled_scenario_gets_agent_facing_names(scenarios: dict[str, Any]) -
 
 
 def test_clock_prediction_is_what_toolsandbox_checks(scenarios: dict[str, Any], tmp_path: Path) -> None:
-    """A script passes on its predicted clock value; generated five seconds too early, ToolSandbox no longer scores it 1.0."""
+    """A script passes on its predicted clock value; five seconds late, ToolSandbox no longer scores it 1.0 unless its clock is held."""
     name = "find_days_till_holiday"
     script = ka.clean_solver(name, scenarios[name])
     assert isinstance(script, ka.KnownScript) and len(script.clock) == 1
@@ -115,7 +115,9 @@ def test_clock_prediction_is_what_toolsandbox_checks(scenarios: dict[str, Any], 
     assert diff.arguments["timestamp_0"] == script.clock[0]
     stale = ka.clean_solver(name, scenarios[name], time.time() - 5)
     assert isinstance(stale, ka.KnownScript)
-    assert ka.play(stale, scenarios[name], tmp_path)["similarity"] < 1.0
+    assert ka.play(stale, scenarios[name], tmp_path / "wall")["similarity"] < 1.0
+    with ka.predicted_clock(stale.clock):  # what play_fresh does: the sandbox's clock gives the predicted moment
+        assert ka.play(stale, scenarios[name], tmp_path / "held")["similarity"] == 1.0
 
 
 def test_guardrails_decide_the_milestone_order(scenarios: dict[str, Any]) -> None:

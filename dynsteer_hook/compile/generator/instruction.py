@@ -60,7 +60,7 @@ def _rx(*parts: str) -> re.Pattern[str]:
 
 _PHONE = re.compile(r"\+?\d[\d\-() ]{7,}\d")
 _UUID = re.compile(r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", re.IGNORECASE)
-_DECIMAL = re.compile(r"-?\d+\.\d+")
+_DECIMAL = re.compile(r"-?(?<!\d)\d+\.\d+")
 _QUOTED = re.compile(r"[\"“]([^\"”]{3,})[\"”]")
 _SAYING = re.compile(r"\b(?:saying|says|that says)\b:?\s+(.+)$", re.IGNORECASE)
 
@@ -113,9 +113,9 @@ _ABSOLUTE = _rx(r"\b\d{1,2}/\d{1,2}/\d{2,4}\b", r"\b\d{4}-\d{2}-\d{2}\b",
                 r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.? \d{1,2}(st|nd|rd|th)?\b")
 _RESOLVE = _rx(r"\bresolve (any|all|every)? ?(issues?|problems?)\b", r"\bon your own\b", r"\bby yourself\b", r"\bfix (any|all) (issues?|problems?)\b")
 _REMINDER_TEXT = re.compile(r"\bto ((?:buy|call|get|pick|pay|book|send|take|check|clean|finish|submit|email|visit|water|feed|walk|renew|cancel|order)\b[^,.!?]*)", re.IGNORECASE)
-_TIME_TAIL = re.compile(r"\s+(?:tomorrow|today|tonight|next|this|on|at|by|in|\d).*$", re.IGNORECASE)
+_TIME_TAIL = re.compile(r"(?<!\s)\s+(?:tomorrow|today|tonight|next|this|on|at|by|in|\d).*$", re.IGNORECASE)
 _NEAREST = re.compile(r"\b(?:nearest|closest|nearby)\s+([A-Z][\w'&.-]*(?:\s+[A-Z][\w'&.-]*)*)")
-_CAPITALIZED = re.compile(r"\b([A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*)+)")
+_CAPITALIZED = re.compile(r"\b(?<![\w'&-])([A-Z][\w'&-]*(?:\s+[A-Z][\w'&-]*)+)")
 
 
 def _setting_subjects(text: str) -> list[str]:
