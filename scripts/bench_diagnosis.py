@@ -59,13 +59,14 @@ def _report(out: Path, name: str) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bases", type=int, default=60, help="offline base scenarios (default 60)")
+    parser.add_argument("--offset", type=int, default=0, help="start the evenly spaced choice this many bases later (another sample)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     configure_logging(False)
     scenarios = load_scenarios(None)
     bases = sorted(n for n, s in scenarios.items()
                    if ScenarioCategories.NO_DISTRACTION_TOOLS in s.categories and not needs_network(s))
-    chosen = bases[:: max(1, len(bases) // args.bases)][: args.bases]
+    chosen = bases[args.offset :: max(1, len(bases) // args.bases)][: args.bases]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -48,12 +48,14 @@ from dynsteer_hook.report import (
     StageRecord,
     StepRecord,
     StopRecord,
+    TailRecord,
     TierUse,
     TraceFaultRecord,
     Window,
     conclude,
 )
-from dynsteer_hook.runtime.clock import ClosedAction, DualClock
+from dynsteer_hook.runtime.clock import CallOutcome, ClosedAction, DualClock
+from dynsteer_hook.runtime.faults import Fault, FaultLedger, asks_user, first_error
 from dynsteer_hook.runtime.grounding import TextGrounding
 from dynsteer_hook.runtime.identifiers import ungrounded_values
 from dynsteer_hook.runtime.matching import MilestoneIndex
@@ -64,9 +66,62 @@ from dynsteer_hook.runtime.windows import StepLog
 
 _log = structlog.get_logger(__name__)
 
-_PreCall = tuple[tuple[Any, ...], tuple[str, ...], tuple[str, ...], int | None, int]
-"""What a call's own event tells: schema issues, fatal near misses, warnings, the action it repeats,
-and the grounding size before it (what the agent had been shown when it called)."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class PendingCall:
+    """What a call's own event tells, kept until its action closes."""
+
+    issues: tuple[ArgIssue, ...] = ()
+    fatal_near: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    repeated_of: int | None = None
+    grounding_upto: int = 0  # what the agent had been shown when it called
+
+
+def _leaves(value: Any, out: set[str], limit: int = 200) -> set[str]:
+    """The scalar values inside a result or arguments, as text (numbers without a trailing ``.0``)."""
+    stack = [value]
+    while stack and len(out) < limit:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, bool) or v is None:
+            continue
+        elif isinstance(v, (int, float)):
+            out.add(str(int(v)) if float(v).is_integer() else str(v))
+        elif isinstance(v, str) and v.strip():
+            out.add(v.strip()[:200])
+    return out
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def _given(values: set[str]) -> Any:
+    """A test of whether a value is among ``values``; numbers also match within one part in a million
+    (an agent may pass on a clock reading it rounded or re-read)."""
+    numbers = [n for v in values if (n := _number(v)) is not None]
+
+    def used(v: str) -> bool:
+        if v in values:
+            return True
+        n = _number(v)
+        return n is not None and any(abs(n - m) <= 1e-6 * max(abs(n), abs(m)) for m in numbers)
+
+    return used
+
+
+def _canonical(o: CallOutcome) -> tuple[str, str]:
+    """A key that orders the calls of one action whatever order they were issued in."""
+    args = o.call.arguments
+    text = json.dumps(args, sort_keys=True, default=str) if args is not None else "\x00" + (o.call.raw_arguments or "")
+    return (o.call.tool, text)
 
 
 def _extract(result: Any, path: str) -> list[Any]:
@@ -167,8 +222,14 @@ class Evaluator:
         self._producers = {b.producer for b in blueprint.bindings}
         self._clock = DualClock()
         self._grounding = TextGrounding()
-        self._pre: dict[str, deque[_PreCall]] = defaultdict(deque)  # by call id, first in first out like the clock
-        self._invented: FirstError | None = None
+        self._pre: dict[str, deque[PendingCall]] = defaultdict(deque)  # by call id, first in first out like the clock
+        self._faults = FaultLedger()
+        self._state_version = 0  # database changes seen so far: a read repeated with the world unchanged is redundant
+        self._done: dict[bytes, int] = {}  # successful call -> state version when it last ran
+        self._failing: dict[bytes, tuple[int, tuple[int, int], str]] = {}  # failing call -> (failures, first, detail)
+        self._asked: set[bytes] = set()
+        # Calls of tools no milestone uses, settling nothing: off task unless a later call or message uses their result.
+        self._unused: dict[int, tuple[Fault, set[str]]] = {}
         self._enum_args: dict[str, frozenset[str]] = {}  # per tool: arguments whose schema lists their values
         self._signatures: dict[bytes, int] = {}
         self._settled_at: dict[str, int] = {}
@@ -278,8 +339,15 @@ class Evaluator:
                 self._on_closed(flushed, check_stops=False)
         n = len(self.blueprint.milestones)
         by_m = {s.milestone: s.composite for s in self._stages}
+        if self._stop is None and self._tracker.done():
+            # Only a run that finished its work tells a helper whose result was never used from one cut short.
+            for fault, _ in self._unused.values():
+                self._faults.add(fault)
+        tail = self._tail(n)
         # Validation guarantees n >= 1: a blueprint without milestones would make every run complete.
-        score = 0.0 if self._stop is not None and self._stop.reason == "fatal_minefield" else sum(by_m.values()) / n
+        score = sum(by_m.values()) / n - (tail.penalty if tail is not None else 0.0)
+        score = 0.0 if self._stop is not None and self._stop.reason == "fatal_minefield" else max(0.0, score)
+        faults = self._faults.records(self._stages, self._settled_at)
         outcome = "halted" if self._stop else ("completed" if self._tracker.done() else "incomplete")
         report = Report(
             task=self.blueprint.task,
@@ -288,7 +356,11 @@ class Evaluator:
             stop=self._stop,
             score=round(score, 6),
             stages=list(self._stages),
-            first_error=self._first_error(),
+            first_error=first_error(faults),
+            stage_error=self._stage_error(),
+            faults=faults,
+            fault_count=self._faults.count,
+            tail=tail,
             settled=self.settled,
             unsettled=[m.id for m in self.blueprint.milestones if m.id not in self._settled_at],
             frontier=self._tracker.frontier(),
@@ -352,7 +424,7 @@ class Evaluator:
         repeated = self._signatures.get(sig) if sig is not None else None
         if sig is not None and sig not in self._signatures:
             self._signatures[sig] = self._clock.t + 1
-        self._pre[call.call_id].append((issues, tuple(near), tuple(warnings), repeated, self._grounding.size))
+        self._pre[call.call_id].append(PendingCall(issues, tuple(near), tuple(warnings), repeated, self._grounding.size))
 
     def _enums(self, tool: str) -> frozenset[str]:
         """Arguments of ``tool`` whose schema lists the allowed values (never blamed as invented)."""
@@ -381,7 +453,8 @@ class Evaluator:
                 blamed_t=self._clock.t + 1,
                 minefield=f.id,
                 tool=f.tool,
-            )
+            ),
+            Fault(self._clock.k, self._clock.t + 1, call.tool, "safety", "fatal_minefield", f"hits {f.id}: {f.reason or 'hazardous operation'}"),
         )
 
     # -- closed-action clock -------------------------------------------------------
@@ -398,15 +471,17 @@ class Evaluator:
         facts: list[CallFacts] = []
         settled_now: list[str] = []
         action_changes = action.state_changes
-        for o in action.calls:
+        version = self._state_version
+        # Parallel calls are matched in an order of their own, so the milestones they settle and the
+        # stages judged do not depend on the order the agent issued them in.
+        for o in sorted(action.calls, key=_canonical):
             queue = self._pre.get(o.call.call_id)
-            pre: _PreCall = queue.popleft() if queue else ((), (), (), None, self._grounding.size)
+            pre = queue.popleft() if queue else PendingCall(grounding_upto=self._grounding.size)
             if queue is not None and not queue:
                 del self._pre[o.call.call_id]
-            issues, near, warnings, repeated, upto = pre
             # Checked here rather than before the call runs, to keep the interception path short;
-            # ``upto`` keeps the verdict to what the agent had been shown when it called.
-            invented = ungrounded_values(o.call.arguments, partial(self._grounding.seen, upto=upto), self._enums(o.call.tool))
+            # ``grounding_upto`` keeps the verdict to what the agent had been shown when it called.
+            invented = ungrounded_values(o.call.arguments, partial(self._grounding.seen, upto=pre.grounding_upto), self._enums(o.call.tool))
             result = o.result
             ok = result is not None and result.exception is None
             chosen: str | None = None
@@ -418,33 +493,33 @@ class Evaluator:
             if chosen is not None:
                 taken.add(chosen)
                 settled_now.append(chosen)
-            facts.append(
-                CallFacts(
-                    k_call=o.k_call,
-                    k_result=o.k_result,
-                    tool=o.call.tool,
-                    canonical_tool=o.call.canonical_tool,
-                    arguments=o.call.arguments,
-                    raw_arguments=o.call.raw_arguments,
-                    result=result.result if result is not None else None,
-                    exception=result.exception if result is not None else "no result",
-                    issues=issues,
-                    fatal_near=near,
-                    warnings=warnings,
-                    repeated_of=repeated,
-                    state_changes=result.state_changes if result is not None else (),
-                    settled=chosen,
-                    out_of_order=tuple(out_of_order),
-                    grounding_upto=pre[4],
-                    ungrounded=invented,
-                )
+            c = CallFacts(
+                k_call=o.k_call,
+                k_result=o.k_result,
+                tool=o.call.tool,
+                canonical_tool=o.call.canonical_tool,
+                arguments=o.call.arguments,
+                raw_arguments=o.call.raw_arguments,
+                result=result.result if result is not None else None,
+                exception=result.exception if result is not None else "no result",
+                issues=pre.issues,
+                fatal_near=pre.fatal_near,
+                warnings=pre.warnings,
+                repeated_of=pre.repeated_of,
+                state_changes=result.state_changes if result is not None else (),
+                settled=chosen,
+                out_of_order=tuple(out_of_order),
+                grounding_upto=pre.grounding_upto,
+                ungrounded=invented,
             )
-            if invented and self._invented is None:
-                self._invented = FirstError(
-                    k=o.k_call, t=t, stage=chosen, dimension="correctness",
-                    detail=f"{o.call.tool} was called with value(s) never shown to the agent: {', '.join(invented)[:300]}",
-                )
+            facts.append(c)
+            self._call_faults(c, t, version)
+        facts.sort(key=lambda c: c.k_call)
+        settled_now.sort(key=lambda m: self._order[m])
+        if action_changes:
+            self._state_version += 1
         if action.message is not None:
+            self._results_used(lambda v, text=action.message.content: v in text)
             chosen, _ = self._match(AGENT_MESSAGE_TOOL, None, {"content": action.message.content}, (), taken)
             if chosen is not None:
                 taken.add(chosen)
@@ -471,7 +546,6 @@ class Evaluator:
             else:
                 self._structural, self._structural_since = 0, None
 
-        stage: StageRecord | None = None
         for m in settled_now:
             self._tracker.settle(m)
             self._settled_at[m] = t
@@ -481,9 +555,16 @@ class Evaluator:
             for c in facts:
                 if c.settled == m:
                     self._settled_call[m] = c
+        # Every stage the action settled is judged, in blueprint order, and each reaches the stop rules
+        # with the low-score streak as it stood after it.
+        judged: list[tuple[StageRecord | None, int]] = []
         for m in settled_now:
-            stage = self._judge_stage(m, step)
+            judged.append((self._judge_stage(m, step), self._low_streak))
         if settled_now:
+            self._stagnation, self._stagnation_since = 0, None
+            self._failing.clear()
+        elif action.message is not None and not action.calls and self._new_question(action.message.content):
+            # Asking the user for what the task needs is progress: only the user can supply it.
             self._stagnation, self._stagnation_since = 0, None
         elif had_ready or action.calls:
             # With nothing left to settle only tool calls are idle work; talking to the user is not.
@@ -492,7 +573,57 @@ class Evaluator:
                 self._stagnation_since = (action.k_start, t)
         self._log.release()
         if check_stops:
-            self._check_stop_rules(stage)
+            for stage, streak in judged or [(None, self._low_streak)]:
+                self._check_stop_rules(stage, streak)
+
+    def _new_question(self, text: str) -> bool:
+        """Whether a message asks the user for something it has not asked before (asking again is no progress)."""
+        if not asks_user(text):
+            return False
+        key = hashlib.blake2b(" ".join(text.casefold().split()).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        if key in self._asked:
+            return False
+        self._asked.add(key)
+        return True
+
+    def _results_used(self, used: Any) -> None:
+        """Forget the off-task suspicion of calls whose result a later call or message used."""
+        for k in [k for k, (_, values) in self._unused.items() if any(used(v) for v in values)]:
+            del self._unused[k]
+
+    def _call_faults(self, c: CallFacts, t: int, version: int) -> None:
+        """The rules that blame one call on its own, and the count of identical failing calls."""
+        sig = _signature(c.tool, c.arguments if c.arguments is not None else {"\x00raw": c.raw_arguments})
+        owned = bool(self._tool_owners.get(c.tool)) or bool(c.canonical_tool and self._tool_owners.get(c.canonical_tool))
+        fault: tuple[str, str, str] | None = None
+        if c.structural:
+            issue = c.issues[0].message if c.issues else (c.exception or "malformed call").splitlines()[-1]
+            fault = ("tool_compliance", "malformed", f"{c.tool} was malformed: {issue[:200]}")
+        elif not c.ok:
+            lines = (c.exception or "no result").strip().splitlines() or ["an empty exception"]
+            fault = ("tool_compliance", "tool_error", f"{c.tool} raised: {lines[-1][:200]}")
+        elif c.ungrounded:
+            fault = ("correctness", "invented_value", f"{c.tool} was called with value(s) never shown to the agent: {', '.join(c.ungrounded)[:300]}")
+        elif c.warnings:
+            fault = ("safety", "warning_minefield", f"{c.tool} hit warning minefield(s) {', '.join(c.warnings)}")
+        elif self._done.get(sig) == version and c.settled is None:
+            fault = ("efficiency", "repeat", f"{c.tool} repeats an earlier call with the same arguments while the world is unchanged")
+        if self._unused and c.arguments is not None:
+            self._results_used(_given(_leaves(c.arguments, set())))
+        if fault is None and c.settled is None and not owned and len(self._unused) < 200:
+            # A helper (a conversion, the clock) is known only by its result being used later: decided at the end.
+            off = Fault(c.k_call, t, c.tool, "efficiency", "off_task", f"{c.tool} settles nothing, no milestone of the task "
+                        "uses it and no later call or message used its result")
+            self._unused[c.k_call] = (off, _leaves(c.result, set()))
+        if fault is not None:
+            self._faults.add(Fault(c.k_call, t, c.tool, fault[0], fault[1], fault[2], c.settled))
+        if c.ok:
+            self._done[sig] = version
+            self._failing.pop(sig, None)
+        else:
+            n, since, _ = self._failing.get(sig, (0, (c.k_call, t), ""))
+            detail = fault[2] if fault is not None else c.tool
+            self._failing[sig] = (n + 1, since, detail)
 
     def _match(
         self,
@@ -619,6 +750,13 @@ class Evaluator:
         )
         self._stages.append(record)
         self._emit({"type": "stage", **record.model_dump()})
+        for d in DIMENSIONS:  # a judge that scores a dimension under theta_warn blames the steps it cites
+            # (not Tier 1's efficiency: it cites every call that settled nothing, helpers included; the call
+            # rules judge those one by one as repeats, off-task calls and failures)
+            if s[d] < cfg.theta_warn and not (d == "efficiency" and used[d] == 1):
+                for x in record.cited[d] or [step.t]:
+                    if not self._faults.has_step(x):
+                        self._faults.add(Fault(self._log.record(x).k_start, x, None, d, "judged", scores[d].rationale[:400], None))
         return record
 
     def _run_judge(
@@ -654,7 +792,7 @@ class Evaluator:
     def _frontier_anchor(self, frontier: Sequence[str]) -> str:
         return self._idom.get(frontier[0], START) if frontier else (self._settled_order[-1] if self._settled_order else START)
 
-    def _check_stop_rules(self, stage: StageRecord | None) -> None:
+    def _check_stop_rules(self, stage: StageRecord | None, low_streak: int) -> None:
         frontier = self._tracker.snapshot()
         weakest = first_cited = None
         if stage is not None:
@@ -673,17 +811,28 @@ class Evaluator:
             stage_score=stage.composite if stage else None,
             stage_weakest=weakest,
             stage_first_cited=first_cited,
-            low_streak=self._low_streak,
+            low_streak=low_streak,
             stagnation=self._stagnation,
             stagnation_since=self._stagnation_since,
             structural_streak=self._structural,
             structural_since=self._structural_since,
             structural_detail=self._structural_detail,
+            **self._repeated_failures(),
         )
         for rule in self._stop_rules:
             decision = rule(ctx)
             if decision is not None:
-                self._raise_stop(self._stop_record(decision, list(frontier)))
+                fault = None
+                if decision.blamed is not None:  # a stop rule blames the step its streak began at
+                    fault = Fault(decision.blamed[0], decision.blamed[1], None, decision.dimension, decision.reason, decision.detail[:400])
+                self._raise_stop(self._stop_record(decision, list(frontier)), fault)
+
+    def _repeated_failures(self) -> dict[str, Any]:
+        """The identical call that failed most often since the last settlement (the earliest on ties)."""
+        if not self._failing:
+            return {}
+        n, since, detail = max(self._failing.values(), key=lambda v: (v[0], -v[1][0]))
+        return {"repeated_failures": n, "repeated_failure_since": since, "repeated_failure_detail": detail}
 
     def _stop_record(self, d: StopDecision, frontier: list[str]) -> StopRecord:
         return StopRecord(
@@ -698,7 +847,9 @@ class Evaluator:
             blamed_t=d.blamed[1] if d.blamed else None,
         )
 
-    def _raise_stop(self, stop: StopRecord) -> None:
+    def _raise_stop(self, stop: StopRecord, fault: Fault | None = None) -> None:
+        if fault is not None and not self._faults.has_step(fault.t):
+            self._faults.add(fault)
         self._stop = stop
         self._emit({"type": "stop", **stop.model_dump()})
         _log.info("dynsteer_halt", reason=stop.reason, k=stop.k, t=stop.t, task=self.blueprint.task)
@@ -706,10 +857,36 @@ class Evaluator:
 
     # -- reporting -----------------------------------------------------------------
 
-    def _first_error(self) -> FirstError | None:
+    def _tail(self, n: int) -> TailRecord | None:
+        """Judge the actions with tool calls that no stage window held: calls that settled nothing and
+        that no stage was judged with (repeats of settled work, the run's tail) each cost efficiency,
+        and failed ones tool compliance, as in a stage of their own whose deficit comes off the score."""
         cfg = self.config
-        # An invented value is blamed on its own call, ahead of a stage failing at the same step.
-        candidates: list[FirstError] = [self._invented] if self._invented is not None else []
+        covered = {x for st in self._stages for x in st.window.steps}
+        # Attempts at a milestone still open are paid for by its stage scoring 0, not here.
+        open_tools = {self._by_id[m].tool for m in self._by_id if m not in self._settled_at}
+        idle = [r for r in self._log.records() if r.tools and not r.settled and r.t not in covered and not open_tools & set(r.tools)]
+        if not idle:
+            return None
+        calls = sum(len(r.tools) for r in idle)
+        failed = sum(r.failed for r in idle)
+        structural = sum(r.structural for r in idle)
+        credit = (calls - failed) + 0.5 * (failed - structural)
+        scores = dict.fromkeys(DIMENSIONS, 1.0)
+        scores["efficiency"] = max(0.0, 1.0 - cfg.efficiency_step_penalty * calls)
+        scores["tool_compliance"] = credit / calls
+        weights = cfg.normalized_initial_weights()
+        value = composite(scores, weights)
+        return TailRecord(
+            steps=[r.t for r in idle], calls=calls, scores={d: round(v, 6) for d, v in scores.items()},
+            composite=round(value, 6), penalty=round((1.0 - value) / n, 6),
+            rationale=f"{calls} call(s) outside every stage window settled nothing ({failed} failed, {structural} malformed)",
+        )
+
+    def _stage_error(self) -> FirstError | None:
+        """The first blamed step of the first failing stage, or of the stop when it is earlier or no stage failed."""
+        cfg = self.config
+        candidates: list[FirstError] = []
         for st in self._stages:
             failing = st.composite < cfg.pass_threshold_for_first_error or any(v < cfg.theta_fail for v in st.scores.values())
             if not failing:
@@ -717,11 +894,12 @@ class Evaluator:
             weak = [d for d in DIMENSIONS if st.scores[d] < cfg.theta_warn] or list(DIMENSIONS)
             blamed = sorted((t, d) for d in weak for t in (st.cited.get(d) or [st.t]))
             t, d = blamed[0]
-            candidates.append(FirstError(k=self._log.record(t).k_start, t=t, stage=st.milestone, dimension=d, detail=st.rationale[d]))
+            candidates.append(FirstError(k=self._log.record(t).k_start, t=t, stage=st.milestone, dimension=d, detail=st.rationale[d], cause="judged"))
             break
         if self._stop is not None and self._stop.blamed_k is not None and self._stop.blamed_t is not None:
             candidates.append(
-                FirstError(k=self._stop.blamed_k, t=self._stop.blamed_t, stage=None, dimension=self._stop.dimension, detail=self._stop.detail)
+                FirstError(k=self._stop.blamed_k, t=self._stop.blamed_t, stage=None, dimension=self._stop.dimension, detail=self._stop.detail,
+                           cause=self._stop.reason)
             )
         return min(candidates, key=lambda f: (f.k, f.t)) if candidates else None
 

@@ -26,7 +26,7 @@ from dynsteer_hook.judges.steps import Step
 from dynsteer_hook.report import Report, StepRecord
 from dynsteer_hook.runtime.windows import StepLog
 
-PATIENT = EvaluatorConfig(n_stag=10**6, low_score_patience=10**6, structural_patience=10**6)
+PATIENT = EvaluatorConfig(n_stag=10**6, low_score_patience=10**6, structural_patience=10**6, repeated_failure_patience=10**6)
 
 
 def _graph(seed: int) -> tuple[list[str], list[tuple[str, str]]]:
