@@ -614,7 +614,10 @@ class Evaluator:
             # A helper (a conversion, the clock) is known only by its result being used later: decided at the end.
             off = Fault(c.k_call, t, c.tool, "efficiency", "off_task", f"{c.tool} settles nothing, no milestone of the task "
                         "uses it and no later call or message used its result")
-            self._unused[c.k_call] = (off, _leaves(c.result, set()))
+            made = _leaves(c.result, set())
+            if c.mutated:  # what a call that changed the world wrote is its result too (the agent may report it)
+                made |= {v for v in _leaves(c.arguments, set()) if len(v) >= 3}
+            self._unused[c.k_call] = (off, made)
         if fault is not None:
             self._faults.add(Fault(c.k_call, t, c.tool, fault[0], fault[1], fault[2], c.settled))
         if c.ok:

@@ -70,6 +70,17 @@ def test_a_helper_whose_result_is_used_later_is_not_off_task() -> None:
     assert r.report.outcome == "completed" and r.report.faults == []
 
 
+def test_a_change_the_agent_reports_is_not_off_task() -> None:
+    """A call that changed the world with a value the final message reports was part of the work, even when no
+    milestone names its tool; the same call unreported is off task."""
+    change = [StateChange(namespace="CONTACT", updated=(({"phone": "1"}, {"phone": "+10293847563"}),))]
+    events = [UserMessage("set it to +10293847563"), *settle_events(["a", "b"])[1:], *act("m", "op_other", {"x": "+10293847563"}, value=None, changes=change)]
+    r = run(WITH_READ, [*events, AgentMessage("The number is now +10293847563.")])
+    assert r.report.faults == []
+    r = run(WITH_READ, [*events, AgentMessage("Done.")])
+    assert [(f.t, f.cause) for f in r.report.faults] == [(3, "off_task")]
+
+
 def test_an_unused_helper_is_not_blamed_in_a_run_cut_short() -> None:
     """Whether a result would have been used is unknown when the run stopped first: the later loop is the first error."""
     events = [UserMessage("go"), *act("h", "op_read", {"x": "now"}, value=1733000000), *_failing(3)]
