@@ -12,8 +12,9 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from collections import defaultdict, deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -95,6 +96,9 @@ def _leaves(value: Any, out: set[str], limit: int = 200) -> set[str]:
     return out
 
 
+_TRIVIAL = frozenset({"0", "1", "-1"})
+
+
 def _number(text: str) -> float | None:
     try:
         value = float(text)
@@ -103,7 +107,7 @@ def _number(text: str) -> float | None:
     return value if value == value and abs(value) != float("inf") else None
 
 
-def _given(values: set[str]) -> Any:
+def _given(values: set[str]) -> Callable[[str], bool]:
     """A test of whether a value is among ``values``; numbers also match within one part in a million
     (an agent may pass on a clock reading it rounded or re-read)."""
     numbers = [n for v in values if (n := _number(v)) is not None]
@@ -113,6 +117,24 @@ def _given(values: set[str]) -> Any:
             return True
         n = _number(v)
         return n is not None and any(abs(n - m) <= 1e-6 * max(abs(n), abs(m)) for m in numbers)
+
+    return used
+
+
+_TOKEN = re.compile(r"[^\s,;:!?()\[\]{}\"']+")
+
+
+def _in_message(text: str) -> Callable[[str], bool]:
+    """A test of whether a value appears in a message: a number as one of its words (within one part in a
+    million), a text of four characters or more anywhere in it."""
+    words = {w.rstrip(".") for w in _TOKEN.findall(text[:5000])}
+    in_words = _given(words)
+    folded = text[:5000].casefold()
+
+    def used(v: str) -> bool:
+        if _number(v) is not None:
+            return in_words(v)
+        return len(v) >= 4 and v.casefold() in folded
 
     return used
 
@@ -230,6 +252,11 @@ class Evaluator:
         self._asked: set[bytes] = set()
         # Calls of tools no milestone uses, settling nothing: off task unless a later call or message uses their result.
         self._unused: dict[int, tuple[Fault, set[str]]] = {}
+        # JSON types the milestones' tools take: a reading without arguments (the clock, a status) whose result is
+        # of one of them may inform the task, as looking at the clock before a search by recency does.
+        self._taken_types = {
+            str(p.get("type")) for m in blueprint.milestones for p in self._catalog.properties(m.tool).values() if isinstance(p, Mapping)
+        }
         self._enum_args: dict[str, frozenset[str]] = {}  # per tool: arguments whose schema lists their values
         self._signatures: dict[bytes, int] = {}
         self._settled_at: dict[str, int] = {}
@@ -519,7 +546,7 @@ class Evaluator:
         if action_changes:
             self._state_version += 1
         if action.message is not None:
-            self._results_used(lambda v, text=action.message.content: v in text)
+            self._results_used(_in_message(action.message.content))
             chosen, _ = self._match(AGENT_MESSAGE_TOOL, None, {"content": action.message.content}, (), taken)
             if chosen is not None:
                 taken.add(chosen)
@@ -586,7 +613,14 @@ class Evaluator:
         self._asked.add(key)
         return True
 
-    def _results_used(self, used: Any) -> None:
+    def _orientation(self, c: CallFacts) -> bool:
+        """Whether a call is a reading without arguments whose result a milestone's tool could take."""
+        if c.arguments or c.mutated or isinstance(c.result, (Mapping, list, tuple)) or c.result is None:
+            return False
+        kind = "boolean" if isinstance(c.result, bool) else "string" if isinstance(c.result, str) else "number"
+        return kind in self._taken_types or (kind == "number" and "integer" in self._taken_types)
+
+    def _results_used(self, used: Callable[[str], bool]) -> None:
         """Forget the off-task suspicion of calls whose result a later call or message used."""
         for k in [k for k, (_, values) in self._unused.items() if any(used(v) for v in values)]:
             del self._unused[k]
@@ -610,11 +644,11 @@ class Evaluator:
             fault = ("efficiency", "repeat", f"{c.tool} repeats an earlier call with the same arguments while the world is unchanged")
         if self._unused and c.arguments is not None:
             self._results_used(_given(_leaves(c.arguments, set())))
-        if fault is None and c.settled is None and not owned and len(self._unused) < 200:
+        if fault is None and c.settled is None and not owned and not self._orientation(c) and len(self._unused) < 200:
             # A helper (a conversion, the clock) is known only by its result being used later: decided at the end.
             off = Fault(c.k_call, t, c.tool, "efficiency", "off_task", f"{c.tool} settles nothing, no milestone of the task "
                         "uses it and no later call or message used its result")
-            made = _leaves(c.result, set())
+            made = {v for v in _leaves(c.result, set()) if v not in _TRIVIAL}  # 0 or 1 would be found anywhere
             if c.mutated:  # what a call that changed the world wrote is its result too (the agent may report it)
                 made |= {v for v in _leaves(c.arguments, set()) if len(v) >= 3}
             self._unused[c.k_call] = (off, made)

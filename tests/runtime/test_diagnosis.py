@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from builders import AgentMessage, UserMessage, act, blueprint, call, family, result, run, settle_events, stages, tool
+from builders import AgentMessage, UserMessage, act, blueprint, call, family, milestone, result, run, settle_events, stages, tool
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -79,6 +79,18 @@ def test_a_change_the_agent_reports_is_not_off_task() -> None:
     assert r.report.faults == []
     r = run(WITH_READ, [*events, AgentMessage("Done.")])
     assert [(f.t, f.cause) for f in r.report.faults] == [(3, "off_task")]
+
+
+def test_a_clock_reading_is_orientation_only_where_the_task_takes_numbers() -> None:
+    """A reading without arguments whose unused result a milestone's tool could take (the clock before a search by
+    date) is not off task; the same reading in a task whose tools take no number is."""
+    clock = act("h", "op_clock", {}, value=1733000000.5)
+    dated = blueprint(["a"], extra_tools=[tool("op_clock")], milestones=[milestone("a", x="a")])
+    assert run(dated, [UserMessage("go"), *clock, *act("1", "op_a", {"x": "a"})]).report.faults == []
+    texts = blueprint(["a"], extra_tools=[tool("op_clock")], milestones=[milestone("a", tool_name="op_text", x="a")])
+    texts = texts.model_copy(update={"catalog": (tool("op_text", x="string"), tool("op_clock"))})
+    r = run(texts, [UserMessage("go"), *clock, *act("1", "op_text", {"x": "a"})])
+    assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task")]
 
 
 def test_an_unused_helper_is_not_blamed_in_a_run_cut_short() -> None:
