@@ -6,6 +6,10 @@ an error, and recovered from it. ``FaultLedger`` keeps the faults as they are fo
 first ``limit`` by raw clock, plus a count) and turns them into report records once the
 run is over, when it is known which stage holds each step and whether the run recovered.
 
+``CallRules`` blames one call on its own: malformed, raising, with invented values, on a
+warning minefield, repeating an earlier call while the world is unchanged, or off task (a tool
+no milestone uses, settling nothing, whose result nothing later used).
+
 A message that asks the user for something is never a fault (``asks_user``): the task may
 need what only the user knows.
 """
@@ -14,9 +18,11 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from dynsteer_hook.judges.steps import CallFacts
 from dynsteer_hook.report import FaultRecord, FirstError, StageRecord
 
 _ASKING = re.compile(
@@ -80,10 +86,9 @@ class FaultLedger:
             if fault.k in self._calls:
                 return
             self._calls.add(fault.k)
-            whole = [f for f in self._faults if f.tool is None and f.t == fault.t]
-            for f in whole:  # a call's own fault is more precise than a judge's blame of its whole action
-                self._faults.remove(f)
-                self._count -= 1
+            kept = [f for f in self._faults if f.tool is not None or f.t != fault.t]
+            self._count -= len(self._faults) - len(kept)  # a call's own fault is more precise than a blame of its whole action
+            self._faults = kept
         elif fault.t in self._steps:
             return
         self._steps.add(fault.t)
@@ -122,3 +127,158 @@ def first_error(records: Sequence[FaultRecord]) -> FirstError | None:
         return None
     f = records[0]
     return FirstError(k=f.k, t=f.t, stage=f.stage, dimension=f.dimension, detail=f.detail, cause=f.cause, recovered=f.recovered)
+
+
+# ---- rules on one call ---------------------------------------------------------------------------
+
+_TRIVIAL = frozenset({"0", "1", "-1"})  # values found anywhere: never evidence that a result was used
+_TOKEN = re.compile(r"[^\s,;:!?()\[\]{}\"']+")
+
+
+def _leaves(value: Any, out: set[str], limit: int = 200) -> set[str]:
+    """The scalar values inside a result or arguments, as text (numbers without a trailing ``.0``)."""
+    stack = [value]
+    while stack and len(out) < limit:
+        v = stack.pop()
+        if isinstance(v, Mapping):
+            stack.extend(v.values())
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, bool) or v is None:
+            continue
+        elif isinstance(v, (int, float)):
+            out.add(str(int(v)) if float(v).is_integer() else str(v))
+        elif isinstance(v, str) and v.strip():
+            out.add(v.strip()[:200])
+    return out
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if value == value and abs(value) != float("inf") else None
+
+
+def _given(values: set[str]) -> Callable[[str], bool]:
+    """A test of whether a value is among ``values``; numbers also match within one part in a million
+    (an agent may pass on a clock reading it rounded or re-read)."""
+    numbers = [n for v in values if (n := _number(v)) is not None]
+
+    def used(v: str) -> bool:
+        if v in values:
+            return True
+        n = _number(v)
+        return n is not None and any(abs(n - m) <= 1e-6 * max(abs(n), abs(m)) for m in numbers)
+
+    return used
+
+
+def _in_message(text: str) -> Callable[[str], bool]:
+    """A test of whether a value appears in a message: a number as one of its words (within one part in a
+    million), a text of four characters or more anywhere in it."""
+    words = {w.rstrip(".") for w in _TOKEN.findall(text[:5000])}
+    in_words = _given(words)
+    folded = text[:5000].casefold()
+
+    def used(v: str) -> bool:
+        if _number(v) is not None:
+            return in_words(v)
+        return len(v) >= 4 and v.casefold() in folded
+
+    return used
+
+
+class CallRules:
+    """The rules that blame one call on its own, feeding a ``FaultLedger``.
+
+    Args:
+        ledger: Where faults go.
+        taken_types: JSON types of the arguments the milestones' tools take: a reading without arguments
+            (the clock, a status) whose result is of one of them may inform the task, as looking at the
+            clock before a search by recency does, and is never off task.
+        limit: How many off-task suspicions are kept open at once.
+    """
+
+    __slots__ = ("_done", "_ledger", "_limit", "_taken_types", "_unused", "_version")
+
+    def __init__(self, ledger: FaultLedger, taken_types: set[str], limit: int = 200) -> None:
+        self._ledger = ledger
+        self._taken_types = taken_types
+        self._limit = limit
+        self._version = 0  # database changes seen so far: a read repeated with the world unchanged is redundant
+        self._done: dict[bytes, int] = {}  # successful call -> state version when it last ran
+        self._unused: dict[int, tuple[Fault, set[str]]] = {}  # off-task suspicions by k, with the values their call made
+
+    @property
+    def version(self) -> int:
+        """The state version now (it grows after every action that changed the database)."""
+        return self._version
+
+    def call(self, c: CallFacts, sig: bytes, t: int, version: int, owned: bool) -> Fault | None:
+        """Judge one call of action ``t`` (``version``: the state version the action began with); its fault, if any.
+
+        An off-task suspicion is not a fault yet: it is kept until a later call or message uses the call's result,
+        and ``finish`` decides.
+        """
+        fault: Fault | None = None
+        if c.structural:
+            issue = c.issues[0].message if c.issues else (c.exception or "malformed call").splitlines()[-1]
+            fault = Fault(c.k_call, t, c.tool, "tool_compliance", "malformed", f"{c.tool} was malformed: {issue[:200]}", c.settled)
+        elif not c.ok:
+            lines = (c.exception or "no result").strip().splitlines() or ["an empty exception"]
+            fault = Fault(c.k_call, t, c.tool, "tool_compliance", "tool_error", f"{c.tool} raised: {lines[-1][:200]}", c.settled)
+        elif c.ungrounded:
+            fault = Fault(c.k_call, t, c.tool, "correctness", "invented_value",
+                          f"{c.tool} was called with value(s) never shown to the agent: {', '.join(c.ungrounded)[:300]}", c.settled)
+        elif c.warnings:
+            fault = Fault(c.k_call, t, c.tool, "safety", "warning_minefield", f"{c.tool} hit warning minefield(s) {', '.join(c.warnings)}", c.settled)
+        elif self._done.get(sig) == version and c.settled is None:
+            fault = Fault(c.k_call, t, c.tool, "efficiency", "repeat",
+                          f"{c.tool} repeats an earlier call with the same arguments while the world is unchanged")
+        if self._unused and c.arguments is not None:
+            self._results_used(_given(_leaves(c.arguments, set())))
+        if fault is None and c.settled is None and not owned and not self._orientation(c) and len(self._unused) < self._limit:
+            off = Fault(c.k_call, t, c.tool, "efficiency", "off_task", f"{c.tool} settles nothing, no milestone of the task "
+                        "uses it and no later call or message used its result")
+            made = {v for v in _leaves(c.result, set()) if v not in _TRIVIAL}
+            if c.mutated:  # what a call that changed the world wrote is its result too (the agent may report it)
+                made |= {v for v in _leaves(c.arguments, set()) if len(v) >= 3}
+            self._unused[c.k_call] = (off, made)
+        if fault is not None:
+            self._ledger.add(fault)
+        if c.ok:
+            self._done[sig] = version
+        return fault
+
+    def action_done(self, changed: bool) -> None:
+        """Close an action: the state version grows when it changed the database."""
+        if changed:
+            self._version += 1
+
+    def message(self, text: str) -> None:
+        """A message of the agent: results it mentions were used."""
+        if self._unused:
+            self._results_used(_in_message(text))
+
+    def finish(self, completed: bool) -> None:
+        """Turn the off-task suspicions into faults, for a run that settled every milestone without a stop.
+
+        Only a run that finished its work tells a helper whose result was never used from one cut short.
+        """
+        if completed:
+            for fault, _ in self._unused.values():
+                self._ledger.add(fault)
+
+    def _orientation(self, c: CallFacts) -> bool:
+        """Whether a call is a reading without arguments whose result a milestone's tool could take."""
+        if c.arguments or c.mutated or isinstance(c.result, (Mapping, list, tuple)) or c.result is None:
+            return False
+        kind = "boolean" if isinstance(c.result, bool) else "string" if isinstance(c.result, str) else "number"
+        return kind in self._taken_types or (kind == "number" and "integer" in self._taken_types)
+
+    def _results_used(self, used: Callable[[str], bool]) -> None:
+        """Forget the off-task suspicion of calls whose result a later call or message used."""
+        for k in [k for k, (_, values) in self._unused.items() if any(used(v) for v in values)]:
+            del self._unused[k]
