@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,14 @@ _TRIVIAL = frozenset({"0", "1", "-1"})  # values found anywhere: never evidence 
 _TOKEN = re.compile(r"[^\s,;:!?()\[\]{}\"']+")
 
 
+_VERB = re.compile(r"^[a-z]+_")
+
+
+def _subject(tool: str) -> str:
+    """What a tool reads or writes: its name without the leading verb or a plural s (wifi_status for get_wifi_status)."""
+    return _VERB.sub("", tool.casefold()).removesuffix("s")
+
+
 def _leaves(value: Any, out: set[str], limit: int = 200) -> set[str]:
     """The scalar values inside a result or arguments, as text (numbers without a trailing ``.0``)."""
     stack = [value]
@@ -193,19 +201,23 @@ def _in_message(text: str) -> Callable[[str], bool]:
 class CallRules:
     """The rules that blame one call on its own, feeding a ``FaultLedger``.
 
+    A reading without arguments is never off task when it may inform the task: a number where the
+    milestones' tools take numbers (looking at the clock before a search by recency), or the state a
+    milestone's tool writes (``get_wifi_status`` before ``set_wifi_status``).
+
     Args:
         ledger: Where faults go.
-        taken_types: JSON types of the arguments the milestones' tools take: a reading without arguments
-            (the clock, a status) whose result is of one of them may inform the task, as looking at the
-            clock before a search by recency does, and is never off task.
+        taken_types: JSON types of the arguments the milestones' tools take.
+        milestone_tools: The tools the milestones name.
         limit: How many off-task suspicions are kept open at once.
     """
 
-    __slots__ = ("_done", "_ledger", "_limit", "_taken_types", "_unused", "_version")
+    __slots__ = ("_done", "_ledger", "_limit", "_subjects", "_taken_types", "_unused", "_version")
 
-    def __init__(self, ledger: FaultLedger, taken_types: set[str], limit: int = 200) -> None:
+    def __init__(self, ledger: FaultLedger, taken_types: Collection[str], milestone_tools: Collection[str] = (), limit: int = 200) -> None:
         self._ledger = ledger
-        self._taken_types = taken_types
+        self._taken_types = set(taken_types)
+        self._subjects = {_subject(t) for t in milestone_tools}
         self._limit = limit
         self._version = 0  # database changes seen so far: a read repeated with the world unchanged is redundant
         self._done: dict[bytes, int] = {}  # successful call -> state version when it last ran
@@ -272,11 +284,12 @@ class CallRules:
                 self._ledger.add(fault)
 
     def _orientation(self, c: CallFacts) -> bool:
-        """Whether a call is a reading without arguments whose result a milestone's tool could take."""
+        """Whether a call is a reading without arguments that may inform the task (see the class)."""
         if c.arguments or c.mutated or isinstance(c.result, (Mapping, list, tuple)) or c.result is None:
             return False
-        kind = "boolean" if isinstance(c.result, bool) else "string" if isinstance(c.result, str) else "number"
-        return kind in self._taken_types or (kind == "number" and "integer" in self._taken_types)
+        if any(_subject(name) in self._subjects for name in (c.tool, c.canonical_tool) if name):
+            return True
+        return not isinstance(c.result, (bool, str)) and bool({"number", "integer"} & self._taken_types)
 
     def _results_used(self, used: Callable[[str], bool]) -> None:
         """Forget the off-task suspicion of calls whose result a later call or message used."""

@@ -93,6 +93,16 @@ def test_a_clock_reading_is_orientation_only_where_the_task_takes_numbers() -> N
     assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task")]
 
 
+def test_reading_the_state_a_milestone_writes_is_a_check_but_an_unrelated_status_is_off_task() -> None:
+    """get_wifi_status before set_wifi_status checks what the task changes; get_cellular_status does not."""
+    bp = blueprint(["w"], milestones=[milestone("w", tool_name="set_wifi_status", x="on")],
+                   extra_tools=[tool("get_wifi_status"), tool("get_cellular_status")])
+    done = act("1", "set_wifi_status", {"x": "on"})
+    assert run(bp, [UserMessage("wifi on"), *act("s", "get_wifi_status", {}, value=False), *done]).report.faults == []
+    r = run(bp, [UserMessage("wifi on"), *act("s", "get_cellular_status", {}, value=True), *done])
+    assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task")]
+
+
 def test_an_unused_helper_is_not_blamed_in_a_run_cut_short() -> None:
     """Whether a result would have been used is unknown when the run stopped first: the later loop is the first error."""
     events = [UserMessage("go"), *act("h", "op_read", {"x": "now"}, value=1733000000), *_failing(3)]
