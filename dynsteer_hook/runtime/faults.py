@@ -131,7 +131,8 @@ def first_error(records: Sequence[FaultRecord]) -> FirstError | None:
 
 # ---- rules on one call ---------------------------------------------------------------------------
 
-_TRIVIAL = frozenset({"0", "1", "-1"})  # values found anywhere: never evidence that a result was used
+_TRIVIAL = frozenset({"0", "1", "-1"})
+_READING = "\x00reading"  # stands for a numeric reading (the clock) that any later numeric argument may have used  # values found anywhere: never evidence that a result was used
 _TOKEN = re.compile(r"[^\s,;:!?()\[\]{}\"']+")
 
 
@@ -202,8 +203,10 @@ class CallRules:
     """The rules that blame one call on its own, feeding a ``FaultLedger``.
 
     A reading without arguments is never off task when it may inform the task: a number where the
-    milestones' tools take numbers (looking at the clock before a search by recency), or the state a
-    milestone's tool writes (``get_wifi_status`` before ``set_wifi_status``).
+    milestones' tools take numbers or before a later call that takes one (looking at the clock before a
+    search by recency), or the state a milestone's tool writes (``get_wifi_status`` before
+    ``set_wifi_status``). A call that changed the world was used when a later message reports what it
+    wrote or the rows it changed.
 
     Args:
         ledger: Where faults go.
@@ -250,13 +253,22 @@ class CallRules:
             fault = Fault(c.k_call, t, c.tool, "efficiency", "repeat",
                           f"{c.tool} repeats an earlier call with the same arguments while the world is unchanged")
         if self._unused and c.arguments is not None:
-            self._results_used(_given(_leaves(c.arguments, set())))
+            given = _leaves(c.arguments, set())
+            found = _given(given)
+            if any(v not in _TRIVIAL and _number(v) is not None for v in given):
+                self._results_used(lambda v: v == _READING or found(v))  # the agent went on to work with numbers
+            else:
+                self._results_used(found)
         if fault is None and c.settled is None and not owned and not self._orientation(c) and len(self._unused) < self._limit:
             off = Fault(c.k_call, t, c.tool, "efficiency", "off_task", f"{c.tool} settles nothing, no milestone of the task "
                         "uses it and no later call or message used its result")
             made = {v for v in _leaves(c.result, set()) if v not in _TRIVIAL}
+            if not c.arguments and _number(str(c.result)) is not None and not isinstance(c.result, bool):
+                made.add(_READING)  # a reading like the clock informs a later call that takes numbers
             if c.mutated:  # what a call that changed the world wrote is its result too (the agent may report it)
                 made |= {v for v in _leaves(c.arguments, set()) if len(v) >= 3}
+                rows = [r for ch in c.state_changes for r in (*ch.added, *ch.removed, *(after for _, after in ch.updated))]
+                made |= {v for v in _leaves(rows, set()) if len(v) >= 3 and _number(v) is None}
             self._unused[c.k_call] = (off, made)
         if fault is not None:
             self._ledger.add(fault)

@@ -93,6 +93,22 @@ def test_a_clock_reading_is_orientation_only_where_the_task_takes_numbers() -> N
     assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task")]
 
 
+def test_a_clock_reading_before_a_call_that_takes_a_number_is_orientation() -> None:
+    """The clock read before a search by date informs it, even when the search settles no milestone."""
+    texts = blueprint(["a"], milestones=[milestone("a", tool_name="op_text", x="a")])
+    texts = texts.model_copy(update={"catalog": (tool("op_text", x="string"), tool("op_clock"), tool("op_search", since="number"))})
+    events = [UserMessage("go"), *act("h", "op_clock", {}, value=1733000000.5), *act("s", "op_search", {"since": 631152000.0}, value=["msg-0042"]),
+              *act("1", "op_text", {"x": "a"}), AgentMessage("msg-0042 is the oldest")]
+    assert run(texts, events).report.faults == []
+
+
+def test_a_removal_the_agent_reports_by_the_removed_row_is_not_off_task() -> None:
+    """A change no milestone names, reported by a value of the row it removed, was part of the work."""
+    removed = [StateChange(namespace="CONTACT", removed=({"id": "p-17", "name": "Fredrik Thordendal"},))]
+    events = [UserMessage("remove p-17"), *settle_events(["a", "b"])[1:], *act("m", "op_other", {"x": "p-17"}, value=None, changes=removed)]
+    assert run(WITH_READ, [*events, AgentMessage("Fredrik Thordendal was removed.")]).report.faults == []
+
+
 def test_reading_the_state_a_milestone_writes_is_a_check_but_an_unrelated_status_is_off_task() -> None:
     """get_wifi_status before set_wifi_status checks what the task changes; get_cellular_status does not."""
     bp = blueprint(["w"], milestones=[milestone("w", tool_name="set_wifi_status", x="on")],
