@@ -113,8 +113,8 @@ class FaultRecord(_Model):
     tool: str | None = Field(default=None, description="The call's tool; None when the whole action was blamed.")
     dimension: str = Field(description="The stage dimension the fault costs.")
     cause: str = Field(description="malformed (schema or payload error), tool_error (the call raised or got no result), "
-                       "repeat (the same call again with the world unchanged), off_task (a successful call of a tool no "
-                       "milestone uses, settling nothing), invented_value, warning_minefield, fatal_minefield, judged "
+                       "repeat (the same call again with the world unchanged), off_task (a successful reading of a tool "
+                       "no milestone uses, settling nothing, whose result nothing later used), invented_value, warning_minefield, fatal_minefield, judged "
                        "(a stage judge scored a dimension under theta_warn citing the step), or the reason of the stop "
                        "rule that blamed it.")
     stage: str | None = Field(default=None, description="The milestone whose stage holds the step (settled by it or "
