@@ -319,7 +319,7 @@ def render_markdown(report: Report) -> str:
                      f"{md(f.detail, 400)}")
     if report.stage_error and report.stage_error != report.first_error:
         f = report.stage_error
-        lines.append(f"- First step of the failing stage: k={f.k}, t={f.t} (stage {md(f.stage, 120) if f.stage else '-'}, "
+        lines.append(f"- First step of the failing stage or the stop: k={f.k}, t={f.t} (stage {md(f.stage, 120) if f.stage else '-'}, "
                      f"{md(f.dimension, 40)}): {md(f.detail, 400)}")
     if report.tail:
         lines.append(f"- Tail (actions outside every stage window): t={report.tail.steps}; composite {_fmt(report.tail.composite)}, "
