@@ -49,6 +49,9 @@ class EvaluatorConfig(BaseModel):
     low_score_patience: Patience = Field(1, description="consecutive judged stages with S_t < theta_fail that stop the run")
     structural_patience: Patience = Field(3, description="consecutive structurally broken tool calls (unparseable payload, "
                                           "unknown tool, schema violation, argument type error) that stop the run")
+    repeated_failure_patience: Patience = Field(3, description="failures of one identical tool call (same tool, same "
+                                                "arguments, well-formed or not) without any milestone settling in between "
+                                                "that stop the run as a loop")
     max_tier: int = Field(1, ge=1, le=3, description="highest judge tier the ladder may route to (1 = rules only)")
     pass_threshold_for_first_error: Unit = Field(0.7, description="a stage below this composite is a failing stage for "
                                                  "first-error localisation")

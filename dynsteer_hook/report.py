@@ -13,7 +13,7 @@ from pydantic.dataclasses import dataclass
 
 from dynsteer_hook.untrusted import for_markdown as md
 
-StopReason = Literal["fatal_minefield", "structural_failure", "low_score", "frontier_stagnation"]
+StopReason = Literal["fatal_minefield", "structural_failure", "repeated_failure", "low_score", "frontier_stagnation"]
 Outcome = Literal["completed", "halted", "incomplete", "crashed", "interrupted"]
 
 
@@ -73,7 +73,8 @@ class StageRecord(_Model):
 class StopRecord(_Model):
     """Why and where the run was stopped."""
 
-    reason: str = Field(description="fatal_minefield, structural_failure, low_score, frontier_stagnation, or a custom rule's reason.")
+    reason: str = Field(description="fatal_minefield, structural_failure, repeated_failure, low_score, frontier_stagnation, "
+                        "or a custom rule's reason.")
     k: int
     t: int
     anchor: str
@@ -87,13 +88,50 @@ class StopRecord(_Model):
 
 
 class FirstError(_Model):
-    """Earliest blamed step of the earliest failing stage (or of the stop when no stage failed)."""
+    """A blamed step on both clocks: the run's first faulty step, or the first step of the stage that failed."""
 
     k: int
     t: int
     stage: str | None
     dimension: str
     detail: str
+    cause: str | None = Field(default=None, description="The rule or judge that blamed the step (see FaultRecord.cause).")
+    recovered: bool | None = Field(default=None, description="Whether the run settled a milestone after the fault.")
+
+
+FaultCause = Literal[
+    "malformed", "tool_error", "repeat", "off_task", "invented_value", "warning_minefield", "fatal_minefield", "judged",
+    "structural_failure", "repeated_failure", "low_score", "frontier_stagnation",
+]
+
+
+class FaultRecord(_Model):
+    """One faulty step: a call (or an action) that a rule, a judge or a stop rule blamed, recovered from or not."""
+
+    k: int = Field(description="Raw event of the faulty call (the action's first event when a judge blamed a whole step).")
+    t: int = Field(description="Closed action holding it.")
+    tool: str | None = Field(default=None, description="The call's tool; None when the whole action was blamed.")
+    dimension: str = Field(description="The stage dimension the fault costs.")
+    cause: str = Field(description="malformed (schema or payload error), tool_error (the call raised or got no result), "
+                       "repeat (the same call again with the world unchanged), off_task (a successful reading of a tool "
+                       "no milestone uses, settling nothing, whose result nothing later used), invented_value, warning_minefield, fatal_minefield, judged "
+                       "(a stage judge scored a dimension under theta_warn citing the step), or the reason of the stop "
+                       "rule that blamed it.")
+    stage: str | None = Field(default=None, description="The milestone whose stage holds the step (settled by it or "
+                              "judged with it in its window); None outside every window (the run's tail).")
+    recovered: bool = Field(description="Whether the run settled a milestone after the fault (or in the same action).")
+    detail: str
+
+
+class TailRecord(_Model):
+    """The closed actions no stage window held, judged once the run is over, so that redundancy is never free."""
+
+    steps: list[int] = Field(description="Closed actions (t) outside every stage window that made tool calls.")
+    calls: int
+    scores: dict[str, float]
+    composite: float
+    penalty: float = Field(description="Subtracted from the run score: (1 - composite) / number of milestones.")
+    rationale: str
 
 
 @dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))
@@ -163,9 +201,16 @@ class Report(_Model):
     crash: str | None = Field(default=None, description="Why the rollout crashed (outcome crashed).")
     halted: bool
     stop: StopRecord | None
-    score: float = Field(description="Mean stage score over all milestones (unsettled = 0; fatal minefield = 0).")
+    score: float = Field(description="Mean stage score over all milestones (unsettled = 0; fatal minefield = 0), less the "
+                         "tail's penalty.")
     stages: list[StageRecord]
-    first_error: FirstError | None
+    first_error: FirstError | None = Field(description="The earliest faulty step on both clocks (k, t), whether or not its "
+                                           "stage passed; the first of ``faults``.")
+    stage_error: FirstError | None = Field(default=None, description="The first blamed step of the first stage that "
+                                           "failed, or of the stop when no stage failed.")
+    faults: list[FaultRecord] = Field(default_factory=list, description="Faulty steps in order of k (the first 200).")
+    fault_count: int = Field(default=0, description="How many faulty calls and steps the run had in all.")
+    tail: TailRecord | None = Field(default=None, description="The judgement of the actions outside every stage window.")
     settled: list[str]
     unsettled: list[str]
     frontier: list[str]
@@ -269,7 +314,16 @@ def render_markdown(report: Report) -> str:
         lines.append(f"  - {md(s.detail, 400)}")
     if report.first_error:
         f = report.first_error
-        lines.append(f"- First error: k={f.k}, t={f.t} (stage {md(f.stage, 120) if f.stage else '-'}, {md(f.dimension, 40)}): {md(f.detail, 400)}")
+        how = f", {md(f.cause, 40)}" if f.cause else ""
+        lines.append(f"- First error: k={f.k}, t={f.t} (stage {md(f.stage, 120) if f.stage else '-'}, {md(f.dimension, 40)}{how}): "
+                     f"{md(f.detail, 400)}")
+    if report.stage_error and report.stage_error != report.first_error:
+        f = report.stage_error
+        lines.append(f"- First step of the failing stage or the stop: k={f.k}, t={f.t} (stage {md(f.stage, 120) if f.stage else '-'}, "
+                     f"{md(f.dimension, 40)}): {md(f.detail, 400)}")
+    if report.tail:
+        lines.append(f"- Tail (actions outside every stage window): t={report.tail.steps}; composite {_fmt(report.tail.composite)}, "
+                     f"penalty {_fmt(report.tail.penalty)}: {md(report.tail.rationale, 300)}")
     if report.pending_calls:
         lines.append(f"- Calls without a result: {_ids(report.pending_calls)}")
     lines += ["", "## Stages", ""]
@@ -290,6 +344,15 @@ def render_markdown(report: Report) -> str:
             lines.append(f"- **{md(st.milestone, 120)}** (t={st.t}, anchor {md(st.window.anchor, 120)})")
             for d, text in st.rationale.items():
                 lines.append(f"  - {md(d, 40)}: {md(text, 400)}")
+    if report.faults:
+        lines += ["", "## Faulty steps", "", f"{report.fault_count} faulty call(s) or step(s), in order.", ""]
+        lines.append("| k | t | tool | dimension | cause | stage | recovered | detail |")
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for fr in report.faults:
+            lines.append(
+                f"| {fr.k} | {fr.t} | {md(fr.tool, 80) if fr.tool else '-'} | {md(fr.dimension, 40)} | {md(fr.cause, 40)} "
+                f"| {md(fr.stage, 120) if fr.stage else '-'} | {'yes' if fr.recovered else 'no'} | {md(fr.detail, 300)} |"
+            )
     lines += ["", "## Steps", "", "| t | k | kind | tools | settled | notes |", "|---|---|---|---|---|---|"]
     for sp in report.steps:
         notes = []

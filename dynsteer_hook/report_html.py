@@ -196,7 +196,12 @@ def _facts(report: Report) -> str:
                              f'<span class="muted">{esc(s.detail)}</span>'))
     if report.first_error is not None:
         f = report.first_error
-        rows.append(("First error", f"k={f.k}, t={f.t} (stage {esc(f.stage or '-')}, {esc(f.dimension)}): {esc(f.detail)}"))
+        rows.append(("First error", f"k={f.k}, t={f.t} (stage {esc(f.stage or '-')}, {esc(f.dimension)}"
+                                    f"{', ' + esc(f.cause) if f.cause else ''}): {esc(f.detail)}"))
+    if report.faults:
+        items = "".join(f"<li>k={fr.k}, t={fr.t}: {esc(fr.cause)} ({esc(fr.dimension)}, stage {esc(fr.stage or '-')}, "
+                        f"{'recovered' if fr.recovered else 'not recovered'}): {esc(fr.detail)}</li>" for fr in report.faults[:50])
+        rows.append(("Faulty steps", f'<ol class="faults" data-faults="{report.fault_count}">{items}</ol>'))
     u = report.judge_usage
     rows.append(("Judges", f"calls by tier {esc(u.calls_by_tier)}, tokens {u.tokens}, cost ${u.cost_usd:.6f}, degraded {u.degraded}"))
     return '<dl class="facts">' + "".join(f"<dt>{k}</dt><dd>{v}</dd>" for k, v in rows) + "</dl>"

@@ -18,6 +18,7 @@ ToolSandbox builds some targets from the wall clock, so every case is generated 
 
     python scripts/bench_diagnosis.py                 # 60 bases
     python scripts/bench_diagnosis.py --bases 10 --json
+    python scripts/bench_diagnosis.py --suffix _3_distraction_tools   # the same bases with three distraction tools
 """
 
 from __future__ import annotations
@@ -59,13 +60,18 @@ def _report(out: Path, name: str) -> dict[str, Any]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bases", type=int, default=60, help="offline base scenarios (default 60)")
+    parser.add_argument("--offset", type=int, default=0, help="start the evenly spaced choice this many bases later (another sample)")
+    parser.add_argument("--suffix", default="", help="play each base's augmented scenario named BASE+SUFFIX instead "
+                        "(e.g. _3_distraction_tools, _10_distraction_tools_tool_name_scrambled); bases without one are left out")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     configure_logging(False)
     scenarios = load_scenarios(None)
     bases = sorted(n for n, s in scenarios.items()
                    if ScenarioCategories.NO_DISTRACTION_TOOLS in s.categories and not needs_network(s))
-    chosen = bases[:: max(1, len(bases) // args.bases)][: args.bases]
+    chosen = bases[args.offset :: max(1, len(bases) // args.bases)][: args.bases]
+    if args.suffix:
+        chosen = [n + args.suffix for n in chosen if n + args.suffix in scenarios]
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)

@@ -1,6 +1,7 @@
 """Write the committed JSON Schemas from the code that defines them.
 
-    python scripts/export_schemas.py          # write blueprints/schema.json and dynsteer_hook/data/events.schema.json
+    python scripts/export_schemas.py          # write blueprints/schema.json, dynsteer_hook/data/events.schema.json
+                                              # and dynsteer_hook/data/report.schema.json
     python scripts/export_schemas.py --check  # exit 1 if a committed file differs from the code
 
 tests/test_schemas.py runs the check, so the files cannot drift from the models.
@@ -16,11 +17,13 @@ from typing import Any
 
 from dynsteer_hook.blueprint import blueprint_json_schema
 from dynsteer_hook.events import event_record_schema
+from dynsteer_hook.report import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {
     "blueprints/schema.json": blueprint_json_schema,
     "dynsteer_hook/data/events.schema.json": event_record_schema,
+    "dynsteer_hook/data/report.schema.json": Report.model_json_schema,
 }
 
 

@@ -31,7 +31,7 @@ def test_markdown_of_a_halted_run() -> None:
     md = render_markdown(r.report)
     assert "- Outcome: **halted**" in md
     assert "- Stop: **fatal_minefield** at k=4, t=1; anchor a; causal dimension safety; frontier b" in md
-    assert "- First error: k=4, t=2 (stage -, safety)" in md
+    assert "- First error: k=4, t=2 (stage -, safety, fatal_minefield)" in md
 
 
 def test_markdown_notes_out_of_order_and_failures() -> None:

@@ -26,7 +26,7 @@ def _export_script() -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("rel", ["blueprints/schema.json", "dynsteer_hook/data/events.schema.json"])
+@pytest.mark.parametrize("rel", ["blueprints/schema.json", "dynsteer_hook/data/events.schema.json", "dynsteer_hook/data/report.schema.json"])
 def test_committed_schema_matches_generated(rel: str) -> None:
     """Each committed schema file is byte-identical to the export script's output."""
     expected = _export_script().rendered()[rel]

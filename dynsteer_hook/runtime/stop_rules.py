@@ -34,6 +34,9 @@ class StopContext:
     structural_streak: int
     structural_since: tuple[int, int] | None
     structural_detail: str
+    repeated_failures: int = 0
+    repeated_failure_since: tuple[int, int] | None = None
+    repeated_failure_detail: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +71,21 @@ def structural_failure(ctx: StopContext) -> StopDecision | None:
     )
 
 
+def repeated_failure(ctx: StopContext) -> StopDecision | None:
+    """One identical call failing again and again: ``repeated_failure_patience`` failures of the same tool with the
+    same arguments, with no milestone settled in between (a loop, even when each call is well-formed and only
+    raises at run time). Blames the first of those failures."""
+    if ctx.repeated_failures < ctx.config.repeated_failure_patience:
+        return None
+    return StopDecision(
+        "repeated_failure",
+        ctx.frontier_anchor,
+        "tool_compliance",
+        f"the same call failed {ctx.repeated_failures} times without progress; last: {ctx.repeated_failure_detail}",
+        ctx.repeated_failure_since,
+    )
+
+
 def low_score(ctx: StopContext) -> StopDecision | None:
     """Persistent low quality: ``low_score_patience`` stages in a row under theta_fail (criterion 3)."""
     if ctx.stage_score is None or ctx.low_streak < ctx.config.low_score_patience:
@@ -86,7 +104,11 @@ def frontier_stagnation(ctx: StopContext) -> StopDecision | None:
     """N_stag closed actions in a row without advancing the ready frontier (criterion 4).
 
     With an empty frontier the evaluator counts only tool-calling actions, so an agent that
-    keeps calling tools when nothing is left to settle is stopped too.
+    keeps calling tools when nothing is left to settle is stopped too. A message that asks the
+    user a question (it holds a question mark or asks for something: "please provide", "could
+    you", ...) is progress, not stagnation: the task may need what only the user knows
+    (insufficient-information and multi-turn tasks), so it resets the count and is never blamed
+    as the start of a stagnation. Asking the very same question again is not progress.
     """
     if ctx.stagnation < ctx.config.n_stag:
         return None
@@ -100,5 +122,5 @@ def frontier_stagnation(ctx: StopContext) -> StopDecision | None:
     )
 
 
-DEFAULT_STOP_RULES: Sequence[StopRule] = (structural_failure, low_score, frontier_stagnation)
+DEFAULT_STOP_RULES: Sequence[StopRule] = (structural_failure, repeated_failure, low_score, frontier_stagnation)
 """Checked in this order; the first decision wins."""

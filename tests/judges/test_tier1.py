@@ -9,7 +9,7 @@ from builders import UserMessage, act, family, run
 
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
 from dynsteer_hook.catalog import ArgIssue
-from dynsteer_hook.config import DIMENSIONS
+from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.events import StateChange
 from dynsteer_hook.judges.base import BindingCheck, DimensionScore, JudgeRequest, StageContext, StageGoal, Verdict
 from dynsteer_hook.judges.steps import CallFacts, Step
@@ -219,7 +219,7 @@ def test_evaluator_stage_scores_match_the_windows() -> None:
     chain = family("chain").blueprint()
     retries = [e for i in range(3) for e in act(f"r{i}", "op_b", {"x": "zz"}, exception="RuntimeError: not found")]
     events = [UserMessage("go"), *act("1", "op_a", {"x": "a"}), *retries, *act("2", "op_b", {"x": "b"})]
-    r = run(chain, events)
+    r = run(chain, events, EvaluatorConfig(repeated_failure_patience=4))  # three identical failures would stop the run
     a, b = r.report.stages
     assert a.scores == {"correctness": 1.0, "efficiency": 1.0, "safety": 1.0, "tool_compliance": 1.0}
     # window of b is [t=1 (anchor a), t=5]; 4 live calls, 2 exact repeats -> efficiency 1 - 0.6 - 0.2 = 0.2

@@ -328,17 +328,20 @@ def test_parallel_branch_actions_do_not_cost_efficiency() -> None:
 # ---- first-error localisation ---------------------------------------------------------------------------------
 
 
-def test_first_error_is_the_earliest_blamed_step_of_the_first_failing_stage() -> None:
-    """Four failed attempts before b settles make stage b fail; the first error is the first wasted attempt."""
-    fails = [e for i in range(4) for e in act(f"f{i}", "op_b", {"x": "zz"}, exception="RuntimeError: no match")]
+def test_first_error_is_the_earliest_faulty_step_and_the_stage_error_its_failing_stage() -> None:
+    """Four failed attempts before b settles make stage b fail; the first error is the first failed call, and the
+    stage error the earliest step the failing stage's weakest dimension cites."""
+    fails = [e for i in range(4) for e in act(f"f{i}", "op_b", {"x": f"z{i}"}, exception="RuntimeError: no match")]
     r = run(CHAIN, [*settle_events(["a"]), *fails, *act("9", "op_b", {"x": "b"})])
-    # stage b: 5 calls, surplus 4, repeats 3 -> efficiency max(0, 1 - 0.8 - 0.3) = 0 < theta_fail
+    # stage b: 5 calls, surplus 4, no exact repeat -> efficiency 1 - 0.8 = 0.2 < theta_fail
     b = stages(r)["b"]
-    assert b.scores["efficiency"] == 0.0
-    fe = r.report.first_error
-    assert fe is not None
+    assert b.scores["efficiency"] == pytest.approx(0.2)
+    fe, se = r.report.first_error, r.report.stage_error
+    assert fe is not None and se is not None
     # t: a=1, failures 2..5, b=6; the first failure is t=2 whose call is k=4
-    assert (fe.t, fe.k, fe.stage, fe.dimension) == (2, 4, "b", "efficiency")
+    assert (fe.t, fe.k, fe.stage, fe.dimension, fe.cause, fe.recovered) == (2, 4, "b", "tool_compliance", "tool_error", True)
+    assert (se.t, se.k, se.stage, se.dimension) == (2, 4, "b", "efficiency")
+    assert [(f.t, f.cause) for f in r.report.faults] == [(t, "tool_error") for t in range(2, 6)]
 
 
 def test_no_first_error_on_a_clean_run() -> None:
@@ -348,7 +351,7 @@ def test_no_first_error_on_a_clean_run() -> None:
 
 def test_first_error_prefers_the_earlier_of_stage_and_stop() -> None:
     """When a failing stage precedes a minefield halt, the stage's blamed step is the first error."""
-    fails = [e for i in range(4) for e in act(f"f{i}", "op_a", {"x": "zz"}, exception="RuntimeError: no")]
+    fails = [e for i in range(4) for e in act(f"f{i}", "op_a", {"x": f"z{i}"}, exception="RuntimeError: no")]
     r = run(MINES, [UserMessage("go"), *fails, *act("9", "op_a", {"x": "a"}), call("m", "delete_all")])
     fe = r.report.first_error
     assert r.halt is not None and fe is not None and (fe.t, fe.stage) == (1, "a")
@@ -496,7 +499,8 @@ def test_an_earlier_invented_value_is_blamed_even_when_no_stage_settles() -> Non
     r = run(blueprint(["a"], extra_tools=[tool("op_z", x="string")]), events)
     assert r.report.settled == ["a"]
     fe = r.report.first_error
-    assert fe is not None and (fe.k, fe.t, fe.stage) == (2, 1, None) and "x='ORD-99881'" in fe.detail
+    # the call settled nothing; it lies in the window of stage a, which settles after it
+    assert fe is not None and (fe.k, fe.t, fe.stage, fe.cause) == (2, 1, "a", "invented_value") and "x='ORD-99881'" in fe.detail
 
 
 # ---- construction, audit records and the report -------------------------------------------------------------------

@@ -37,7 +37,7 @@ def ctx(**over: Any) -> StopContext:
 
 def test_quiet_context_fires_nothing() -> None:
     """With no streaks, none of the default rules fires."""
-    assert [rule(ctx()) for rule in DEFAULT_STOP_RULES] == [None, None, None]
+    assert [rule(ctx()) for rule in DEFAULT_STOP_RULES] == [None, None, None, None]
 
 
 # ---- structural failure (criterion 2) ---------------------------------------------------------

@@ -26,7 +26,7 @@ from dynsteer_hook.judges.steps import Step
 from dynsteer_hook.report import Report, StepRecord
 from dynsteer_hook.runtime.windows import StepLog
 
-PATIENT = EvaluatorConfig(n_stag=10**6, low_score_patience=10**6, structural_patience=10**6)
+PATIENT = EvaluatorConfig(n_stag=10**6, low_score_patience=10**6, structural_patience=10**6, repeated_failure_patience=10**6)
 
 
 def _graph(seed: int) -> tuple[list[str], list[tuple[str, str]]]:
@@ -170,4 +170,4 @@ def test_a_long_chain_run_holds_a_bounded_number_of_full_steps() -> None:
         events += [ToolCall(f"c{i}", f"op_{n}", {"x": n}), ToolResult(f"c{i}", "ok")]
     r = run(bp, events[:-2], PATIENT)  # the last milestone stays open
     assert r.report.t == 2004 and len(r.report.steps) == 2004
-    assert r.evaluator._log.kept() == 401  # m4's window: m3's settling step and the 400 actions since
+    assert r.evaluator._settlement.log.kept() == 401  # m4's window: m3's settling step and the 400 actions since

@@ -1,0 +1,97 @@
+"""What the evaluator looks up in a blueprint, built once per run.
+
+Milestones by id and in blueprint order, the milestones each tool can settle, the minefields
+each tool can step on, bindings by consumer, the dominator tree, and the catalog with the
+arguments whose schema lists their values.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from dynsteer_hook.blueprint import Binding, Blueprint, Milestone, Minefield
+from dynsteer_hook.catalog import ToolCatalog
+from dynsteer_hook.dominators import START, DominatorTree
+from dynsteer_hook.events import ToolCall
+from dynsteer_hook.runtime.screening import screened_tools
+
+
+class BlueprintIndex:
+    """Look-ups into one blueprint.
+
+    Attributes:
+        blueprint: The blueprint.
+        catalog: Its tool catalog.
+        order: Milestone id -> position in the blueprint (the order stages of one action are judged in).
+        by_id: Milestone id -> milestone.
+        dominators: The dominator tree of the milestone graph.
+        idom: Milestone id -> its immediate dominator.
+        tool_owners: Tool name -> ids of the milestones it can settle.
+        consumed: Milestone id -> the bindings it consumes.
+        producers: Ids of milestones that produce a binding.
+        minefield_summary: (id, tool, reason) of every minefield, for judges.
+        taken_types: JSON types of the arguments the milestones' tools take.
+    """
+
+    __slots__ = ("_enum_args", "_mines_by_tool", "blueprint", "by_id", "catalog", "consumed", "dominators", "idom", "minefield_summary",
+                 "order", "producers", "sha256_16", "taken_types", "tool_owners")
+
+    def __init__(self, blueprint: Blueprint) -> None:
+        self.blueprint = blueprint
+        self.catalog = ToolCatalog(blueprint.catalog)
+        self.order = {m.id: i for i, m in enumerate(blueprint.milestones)}
+        self.by_id: dict[str, Milestone] = {m.id: m for m in blueprint.milestones}
+        self.dominators = DominatorTree([m.id for m in blueprint.milestones], [(e.source, e.target) for e in blueprint.edges])
+        self.idom = self.dominators.idom_map()
+        self.tool_owners: dict[str, set[str]] = defaultdict(set)
+        for m in blueprint.milestones:
+            self.tool_owners[m.tool].add(m.id)
+        self._mines_by_tool: dict[str, list[Minefield]] = defaultdict(list)
+        for f in blueprint.minefields:
+            self._mines_by_tool[f.tool].append(f)
+        self.consumed: dict[str, list[Binding]] = defaultdict(list)
+        for b in blueprint.bindings:
+            self.consumed[b.consumer].append(b)
+        self.producers = {b.producer for b in blueprint.bindings}
+        self.minefield_summary = tuple((f.id, f.tool, f.reason) for f in blueprint.minefields)
+        self.taken_types = {
+            str(p.get("type")) for m in blueprint.milestones for p in self.catalog.properties(m.tool).values() if isinstance(p, Mapping)
+        }
+        self._enum_args: dict[str, frozenset[str]] = {}
+        self.sha256_16 = hashlib.sha256(blueprint.to_json().encode()).hexdigest()[:16]
+
+    def owned(self, tool: str, canonical: str | None) -> bool:
+        """Whether some milestone uses the tool (by its agent-facing or canonical name)."""
+        return bool(self.tool_owners.get(tool)) or bool(canonical and self.tool_owners.get(canonical))
+
+    def mines_for(self, call: ToolCall) -> list[Minefield]:
+        """The minefields of every tool the call could mean."""
+        return [f for name in screened_tools(call) for f in self._mines_by_tool.get(name, [])]
+
+    def enums(self, tool: str) -> frozenset[str]:
+        """Arguments of ``tool`` whose schema lists the allowed values (never blamed as invented)."""
+        listed = self._enum_args.get(tool)
+        if listed is None:
+            props = self.catalog.properties(tool)
+            listed = self._enum_args[tool] = frozenset(a for a, p in props.items() if isinstance(p, Mapping) and "enum" in p)
+        return listed
+
+    def anchor_of(self, frontier: list[str] | tuple[str, ...], settled_order: list[str]) -> str:
+        """The dominator anchor of a stop: idom of the first frontier milestone, else the last settled one."""
+        return self.idom.get(frontier[0], START) if frontier else (settled_order[-1] if settled_order else START)
+
+    def summary(self) -> dict[str, Any]:
+        """The blueprint as reports name it."""
+        bp = self.blueprint
+        prov = bp.provenance
+        return {
+            "task": bp.task,
+            "sha256_16": self.sha256_16,
+            "milestones": len(bp.milestones),
+            "edges": len(bp.edges),
+            "minefields": len(bp.minefields),
+            "generators": list(prov.generators) if prov else [],
+        }

@@ -1,0 +1,121 @@
+"""Raw-clock work on an agent's tool call, before it runs.
+
+Minefield interception (a call that would step on a fatal minefield is reported before it
+executes), near misses and warning-level hits, schema issues, exact repeats of an earlier
+call, and how much the agent had been shown when it called. What a call's own event tells is
+kept as a ``PendingCall`` until the call's action closes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict, deque
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from dynsteer_hook.blueprint import Minefield
+from dynsteer_hook.catalog import ArgIssue
+from dynsteer_hook.events import ToolCall
+from dynsteer_hook.predicates import all_hold
+from dynsteer_hook.runtime.grounding import TextGrounding
+from dynsteer_hook.runtime.index import BlueprintIndex
+from dynsteer_hook.runtime.screening import screening_arguments
+
+
+def signature(tool: str, args: Mapping[str, Any]) -> bytes:
+    """A fixed-size fingerprint of a call, to spot exact repeats without keeping every call's text."""
+    text = tool + "\x00" + json.dumps(args, sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+@dataclass(frozen=True, slots=True)
+class PendingCall:
+    """What a call's own event tells, kept until its action closes.
+
+    Attributes:
+        issues: Schema issues of its arguments (and its refusal, when the gate refused it).
+        fatal_near: Fatal minefields of its tool whose predicates did not hold (near misses).
+        warnings: Non-fatal minefields it stepped on.
+        repeated_of: The closed action that first made the very same call, if any.
+        grounding_upto: How much the agent had been shown when it called.
+    """
+
+    issues: tuple[ArgIssue, ...] = ()
+    fatal_near: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    repeated_of: int | None = None
+    grounding_upto: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    """A pending call that would step on a fatal minefield, with the arguments as screened."""
+
+    minefield: Minefield
+    arguments: Mapping[str, Any]
+
+
+class Interceptor:
+    """Screens every agent call as it is issued and keeps what it found until the call's action closes.
+
+    Args:
+        index: The blueprint's look-ups.
+        grounding: What the agent has been shown so far (read, not copied).
+    """
+
+    __slots__ = ("_grounding", "_index", "_pending", "_signatures")
+
+    def __init__(self, index: BlueprintIndex, grounding: TextGrounding) -> None:
+        self._index = index
+        self._grounding = grounding
+        self._pending: dict[str, deque[PendingCall]] = defaultdict(deque)  # by call id, first in first out like the clock
+        self._signatures: dict[bytes, int] = {}
+
+    def screen(self, call: ToolCall) -> Minefield | None:
+        """The fatal minefield a pending call would step on, without recording anything."""
+        if call.actor != "agent":
+            return None
+        args = screening_arguments(call)
+        for f in self._index.mines_for(call):
+            if f.fatal and args is not None and all_hold(f.args, args, self._grounding):
+                return f
+        return None
+
+    def issued(self, call: ToolCall, next_t: int) -> Hit | None:
+        """Screen an agent's call as it is issued (``next_t``: the action it will belong to).
+
+        Returns the fatal minefield it would step on (nothing is kept then: the run stops), or ``None``
+        after keeping what the call tells for ``take``.
+        """
+        args = call.arguments
+        screen = screening_arguments(call)
+        near: list[str] = []
+        warnings: list[str] = []
+        for f in self._index.mines_for(call):
+            hit = screen is not None and all_hold(f.args, screen, self._grounding)
+            if hit and f.fatal and screen is not None:
+                return Hit(f, screen)
+            if hit and call.rejected is None:  # a refused call did not run: no warning-level hazard happened
+                warnings.append(f.id)
+            elif not hit and f.fatal:
+                near.append(f.id)
+        catalog = self._index.catalog
+        issues = tuple(catalog.check_arguments(call.tool, args)) if len(catalog) else ()
+        if call.rejected is not None:
+            issues = (ArgIssue("rejected", None, f"call refused before it ran: {call.rejected}"), *issues)
+        sig = signature(call.tool, args) if args is not None else None
+        repeated = self._signatures.get(sig) if sig is not None else None
+        if sig is not None and sig not in self._signatures:
+            self._signatures[sig] = next_t
+        self._pending[call.call_id].append(PendingCall(issues, tuple(near), tuple(warnings), repeated, self._grounding.size))
+        return None
+
+    def take(self, call_id: str) -> PendingCall:
+        """What the call with this id told when it was issued (the oldest such call first)."""
+        queue = self._pending.get(call_id)
+        found = queue.popleft() if queue else PendingCall(grounding_upto=self._grounding.size)
+        if queue is not None and not queue:
+            del self._pending[call_id]
+        return found

@@ -1,0 +1,273 @@
+"""Diagnosis: a fault record on every faulty step, the first error whether or not its stage passed, repeated
+failing calls stopped as a loop, questions to the user as progress, judged tails, and stop decisions that do not
+depend on the order of parallel calls."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from builders import AgentMessage, UserMessage, act, blueprint, call, family, milestone, result, run, settle_events, stages, tool
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dynsteer_hook.config import EvaluatorConfig
+from dynsteer_hook.events import StateChange
+from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
+from dynsteer_hook.report import Report, render_markdown
+from dynsteer_hook.runtime.faults import asks_user
+
+CHAIN = family("chain").blueprint()
+PARALLEL = family("parallel").blueprint()
+WITH_READ = blueprint(["a", "b"], [("a", "b")], extra_tools=[tool("op_read", x="string"), tool("op_other", x="string")])
+
+
+# ---- fault records and the first error ----------------------------------------------------------------------
+
+
+def test_a_malformed_call_then_the_right_one_is_the_first_error_of_a_passing_stage() -> None:
+    """The stage recovers and passes, yet its malformed call is the first error, recorded as recovered."""
+    events = [UserMessage("go"), *act("1", "op_a", {"x": 5}, exception="TypeError: x must be a string"), *settle_events(["a", "b"])[1:]]
+    r = run(WITH_READ, events)
+    assert r.halt is None and r.report.outcome == "completed"
+    assert stages(r)["a"].composite >= 0.7  # the stage passed
+    fe = r.report.first_error
+    assert fe is not None and (fe.k, fe.t, fe.stage, fe.dimension, fe.cause, fe.recovered) == (2, 1, "a", "tool_compliance", "malformed", True)
+    assert r.report.stage_error is None  # no stage failed and nothing stopped the run
+
+
+def test_a_call_that_raises_at_run_time_is_a_tool_error() -> None:
+    events = [UserMessage("go"), *act("1", "op_a", {"x": "nope"}, exception="ValueError: no such row"), *settle_events(["a"])[1:]]
+    fe = run(WITH_READ, events).report.first_error
+    assert fe is not None and (fe.t, fe.cause, fe.dimension) == (1, "tool_error", "tool_compliance")
+
+
+def test_a_tool_no_milestone_uses_is_an_off_task_call() -> None:
+    """A wrong tool that runs fine, then the right call: the wrong tool is the first error."""
+    events = [UserMessage("go"), *act("1", "op_other", {"x": "home"}), *settle_events(["a", "b"])[1:]]
+    r = run(WITH_READ, events)
+    fe = r.report.first_error
+    assert fe is not None and (fe.k, fe.t, fe.cause, fe.stage) == (2, 1, "off_task", "a")
+
+
+def test_a_read_repeated_with_the_world_unchanged_is_redundant_but_not_after_a_change() -> None:
+    """The same read again is a repeat only while no call changed the database in between."""
+    read = [*act("r1", "op_read", {"x": "q"}), *act("r2", "op_read", {"x": "q"})]
+    changed = StateChange(namespace="CONTACT", added=({"x": "a"},))
+    a = act("c1", "op_a", {"x": "a"}, changes=[changed])
+    b = act("c2", "op_b", {"x": "b"})
+    r = run(WITH_READ, [UserMessage("go"), *read, *a, *b])
+    assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task"), (2, "repeat")]
+    r = run(WITH_READ, [UserMessage("go"), *read[:2], *a, *act("r3", "op_read", {"x": "q"}), *b])
+    assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task"), (3, "off_task")]
+
+
+def test_a_helper_whose_result_is_used_later_is_not_off_task() -> None:
+    """A conversion or clock read whose result a later call or the final message uses is part of the work."""
+    events = [UserMessage("go"), *act("h", "op_read", {"x": "now"}, value={"timestamp": 1733000000.0}),
+              *act("1", "op_a", {"x": "a", "q": "1733000000"}), *act("h2", "op_other", {"x": "d"}, value=23),
+              *act("2", "op_b", {"x": "b"}), AgentMessage("It is 23 days until then.")]
+    r = run(WITH_READ, events)
+    assert r.report.outcome == "completed" and r.report.faults == []
+
+
+def test_a_change_no_milestone_names_is_a_side_effect_not_an_off_task_call() -> None:
+    """Turning a service on that the blueprint does not name may be a prerequisite: no off-task fault, and the safety
+    judge weighs it as a side effect of the stage whose window holds it."""
+    change = [StateChange(namespace="SETTING", updated=(({"cellular": False}, {"cellular": True}),))]
+    events = [UserMessage("go"), *act("m", "op_other", {"x": "on"}, value=None, changes=change), *settle_events(["a", "b"])[1:]]
+    r = run(WITH_READ, events)
+    assert r.report.faults == [] and stages(r)["a"].scores["safety"] < 1.0
+
+
+def test_a_clock_reading_is_orientation_only_where_the_task_takes_numbers() -> None:
+    """A reading without arguments whose unused result a milestone's tool could take (the clock before a search by
+    date) is not off task; the same reading in a task whose tools take no number is."""
+    clock = act("h", "op_clock", {}, value=1733000000.5)
+    dated = blueprint(["a"], extra_tools=[tool("op_clock")], milestones=[milestone("a", x="a")])
+    assert run(dated, [UserMessage("go"), *clock, *act("1", "op_a", {"x": "a"})]).report.faults == []
+    texts = blueprint(["a"], extra_tools=[tool("op_clock")], milestones=[milestone("a", tool_name="op_text", x="a")])
+    texts = texts.model_copy(update={"catalog": (tool("op_text", x="string"), tool("op_clock"))})
+    r = run(texts, [UserMessage("go"), *clock, *act("1", "op_text", {"x": "a"})])
+    assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task")]
+
+
+def test_a_clock_reading_before_a_call_that_takes_a_number_is_orientation() -> None:
+    """The clock read before a search by date informs it, even when the search settles no milestone."""
+    texts = blueprint(["a"], milestones=[milestone("a", tool_name="op_text", x="a")])
+    texts = texts.model_copy(update={"catalog": (tool("op_text", x="string"), tool("op_clock"), tool("op_search", since="number"))})
+    events = [UserMessage("go"), *act("h", "op_clock", {}, value=1733000000.5), *act("s", "op_search", {"since": 631152000.0}, value=["msg-0042"]),
+              *act("1", "op_text", {"x": "a"}), AgentMessage("msg-0042 is the oldest")]
+    assert run(texts, events).report.faults == []
+
+
+def test_reading_the_state_a_milestone_writes_is_a_check_but_an_unrelated_status_is_off_task() -> None:
+    """get_wifi_status before set_wifi_status checks what the task changes; get_cellular_status does not."""
+    bp = blueprint(["w"], milestones=[milestone("w", tool_name="set_wifi_status", x="on")],
+                   extra_tools=[tool("get_wifi_status"), tool("get_cellular_status")])
+    done = act("1", "set_wifi_status", {"x": "on"})
+    assert run(bp, [UserMessage("wifi on"), *act("s", "get_wifi_status", {}, value=False), *done]).report.faults == []
+    r = run(bp, [UserMessage("wifi on"), *act("s", "get_cellular_status", {}, value=True), *done])
+    assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task")]
+
+
+def test_an_unused_helper_is_not_blamed_in_a_run_cut_short() -> None:
+    """Whether a result would have been used is unknown when the run stopped first: the later loop is the first error."""
+    events = [UserMessage("go"), *act("h", "op_read", {"x": "now"}, value=1733000000), *_failing(3)]
+    r = run(WITH_READ, events)
+    fe = r.report.first_error
+    assert r.report.halted and fe is not None and (fe.t, fe.cause) == (2, "tool_error")
+
+
+def test_a_clean_run_has_no_fault() -> None:
+    r = run(CHAIN, settle_events(["a", "b", "c"]))
+    assert (r.report.first_error, r.report.faults, r.report.fault_count, r.report.tail) == (None, [], 0, None)
+
+
+def test_markdown_lists_the_faulty_steps_in_order() -> None:
+    events = [UserMessage("go"), *act("1", "op_other", {"x": "home"}), *act("2", "op_a", {"x": 5}, exception="TypeError: bad"),
+              *settle_events(["a", "b"])[1:]]
+    md = render_markdown(run(WITH_READ, events).report)
+    assert "## Faulty steps" in md
+    rows = [line for line in md.splitlines() if line.startswith("| 2 | 1 |") or line.startswith("| 4 | 2 |")]
+    assert [row.split(" | ")[4] for row in rows] == ["off_task", "malformed"]
+    assert "- First error: k=2, t=1 (stage a, efficiency, off_task)" in md
+
+
+def test_a_report_written_before_fault_records_still_reads() -> None:
+    """Reports without ``faults``, ``stage_error``, ``tail`` and the first error's cause load as they were."""
+    data = run(CHAIN, [*settle_events(["a"]), *act("9", "op_b", {"x": "zz"}, exception="ValueError: no")]).report.model_dump(mode="json")
+    for key in ("faults", "fault_count", "stage_error", "tail"):
+        del data[key]
+    for key in ("cause", "recovered"):
+        del data["first_error"][key]
+    old = Report.model_validate(data)
+    assert old.faults == [] and old.first_error is not None and old.first_error.cause is None
+
+
+# ---- repeated identical failing calls --------------------------------------------------------------------------
+
+
+def _failing(n: int, args: Any = None) -> list[Any]:
+    return [e for i in range(n) for e in act(f"f{i}", "op_a", args(i) if callable(args) else {"x": "zz"}, exception="ValueError: refused")]
+
+
+def test_identical_failing_calls_stop_as_a_repeated_failure_blaming_the_first() -> None:
+    r = run(CHAIN, [UserMessage("go"), *_failing(6)])
+    assert r.halt is not None and r.report.stop is not None
+    stop = r.report.stop
+    assert (stop.reason, stop.t, stop.blamed_k, stop.blamed_t, stop.dimension) == ("repeated_failure", 3, 2, 1, "tool_compliance")
+    fe = r.report.first_error
+    assert fe is not None and (fe.k, fe.t, fe.cause, fe.recovered) == (2, 1, "tool_error", False)
+
+
+def test_repeated_failure_patience_is_configurable() -> None:
+    assert run(CHAIN, [UserMessage("go"), *_failing(4)], EvaluatorConfig(repeated_failure_patience=5)).halt is None
+    r = run(CHAIN, [UserMessage("go"), *_failing(6)], EvaluatorConfig(repeated_failure_patience=5))
+    assert r.report.stop is not None and (r.report.stop.reason, r.report.stop.t) == ("repeated_failure", 5)
+
+
+def test_different_failing_calls_or_progress_in_between_do_not_count_as_one_loop() -> None:
+    assert run(CHAIN, [UserMessage("go"), *_failing(4, lambda i: {"x": f"z{i}"})]).halt is None
+    events = [UserMessage("go"), *_failing(2), *act("ok", "op_a", {"x": "a"}),
+              *[e for i in range(2) for e in act(f"g{i}", "op_b", {"x": "zz"}, exception="ValueError: refused")]]
+    assert run(CHAIN, events).halt is None
+
+
+# ---- questions to the user ------------------------------------------------------------------------------------------
+
+
+def test_asking_the_user_is_progress_not_stagnation() -> None:
+    """Questions while milestones are open never build up a stagnation stop and are never blamed; idle talk does."""
+    cfg = EvaluatorConfig(n_stag=2)
+    asks = [AgentMessage("Which contact do you mean?"), UserMessage("Alice"),
+            AgentMessage("Could you give me her phone number as well?"), UserMessage("555"),
+            AgentMessage("Please provide the date."), UserMessage("today")]
+    r = run(CHAIN, [UserMessage("go"), *asks, *settle_events(["a", "b", "c"])[1:]], cfg)
+    assert r.halt is None and r.report.first_error is None
+    idle = [AgentMessage("Working on it."), UserMessage("ok"), AgentMessage("Still working."), UserMessage("ok")]
+    r = run(CHAIN, [UserMessage("go"), *idle], cfg)
+    assert r.report.stop is not None and r.report.stop.reason == "frontier_stagnation"
+
+
+def test_asking_the_same_question_again_is_not_progress() -> None:
+    cfg = EvaluatorConfig(n_stag=2)
+    same = [AgentMessage("Which contact?"), UserMessage("?"), AgentMessage("Which contact?"), UserMessage("?"),
+            AgentMessage("Which  contact?"), UserMessage("?")]
+    r = run(CHAIN, [UserMessage("go"), *same], cfg)
+    assert r.report.stop is not None and (r.report.stop.reason, r.report.stop.blamed_t) == ("frontier_stagnation", 2)
+
+
+def test_what_counts_as_asking() -> None:
+    assert asks_user("What is the recipient's number?") and asks_user("Please provide the amount")
+    assert not asks_user("Done. I have sent the message.")
+
+
+# ---- the tail and repeats of settled work ------------------------------------------------------------------------
+
+
+def test_a_redundant_repeat_of_settled_work_outside_every_window_costs_score_without_halting() -> None:
+    """On parallel branches a repeat of x1's call belongs to no later window; the tail judges it."""
+    clean = run(PARALLEL, settle_events(["x1", "x2", "y1", "y2"]))
+    repeat = [*settle_events(["x1", "x2"]), *act("again", "op_x1", {"x": "x1"}), *settle_events(["y1", "y2"])[1:]]
+    r = run(PARALLEL, repeat)
+    assert r.halt is None and r.report.outcome == "completed"
+    assert r.report.tail is not None and r.report.tail.steps == [3] and r.report.tail.penalty > 0
+    assert r.report.score < clean.report.score == 1.0
+    fe = r.report.first_error
+    assert fe is not None and (fe.t, fe.cause, fe.stage) == (3, "repeat", None)
+
+
+def test_attempts_at_an_open_milestone_are_not_charged_twice() -> None:
+    """An incomplete run's failed attempt at its open milestone is paid for by that stage's 0, not by the tail."""
+    r = run(CHAIN, [*settle_events(["a"]), *act("9", "op_b", {"x": "zz"}, exception="ValueError: no")])
+    assert r.report.tail is None and r.report.score == round(1 / 3, 6)
+
+
+# ---- order independence -------------------------------------------------------------------------------------
+
+
+class _ScoresX1Low:
+    """A judge that scores stage x1 0.0 and every other stage 1.0."""
+
+    def __call__(self, request: JudgeRequest) -> Verdict:
+        value = 0.0 if request.goal.milestone == "x1" else 1.0
+        return Verdict(scores={d: DimensionScore(value, 0.9, f"{request.goal.milestone} scored {value}", (request.settling_t,))
+                               for d in request.dimensions}, judge="fixed", tier=1)
+
+
+def _decisions(report: Report) -> dict[str, Any]:
+    stop = report.stop
+    return {
+        "outcome": report.outcome, "score": report.score, "settled": report.settled,
+        "stop": None if stop is None else (stop.reason, stop.k, stop.t, stop.anchor, stop.dimension, stop.blamed_t),
+        "stages": [(s.milestone, s.t, s.k, s.composite, s.scores, s.weights, s.next_tiers) for s in report.stages],
+        # the raw clock numbers calls in the order they were issued, so only the action of the first error is fixed
+        "first_error_t": None if report.first_error is None else report.first_error.t,
+        "faults": sorted((f.t, f.tool, f.cause, f.stage) for f in report.faults),
+    }
+
+
+PARALLEL_CALLS = [("cx", "op_x1", {"x": "x1"}, None), ("cy", "op_y1", {"x": "y1"}, None),
+                  ("bad", "op_x2", {"x": 7}, "TypeError: x must be a string"), ("idle", "op_zz", {"x": "q"}, None)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.permutations(range(4)), st.permutations(range(4)), st.integers(2, 4), st.booleans())
+def test_parallel_call_order_never_changes_the_report(calls: list[int], results: list[int], width: int, low_x1: bool) -> None:
+    """However the parallel calls and their results are ordered, the stages, stop and first error are the same."""
+    chosen = [PARALLEL_CALLS[i] for i in range(width)]
+    judges = {1: _ScoresX1Low()} if low_x1 else None
+
+    def events(call_order: list[int], result_order: list[int]) -> list[Any]:
+        picked = [chosen[i] for i in call_order if i < width]
+        answered = [chosen[i] for i in result_order if i < width]
+        return [UserMessage("go"), *(call(c, name, args) for c, name, args, _ in picked),
+                *(result(c, exception=exc) for c, _, _, exc in answered), *settle_events(["x2", "y2"])[1:]]
+
+    bp = blueprint(["x1", "x2", "y1", "y2"], [("x1", "x2"), ("y1", "y2")], extra_tools=[tool("op_zz", x="string")])
+    reference = run(bp, events(sorted(range(4)), sorted(range(4))), judges=judges)
+    permuted = run(bp, events(calls, results), judges=judges)
+    assert _decisions(permuted.report) == _decisions(reference.report)
+    if low_x1:  # the 0.0 stage reaches the stop rules whatever its position among the action's stages
+        assert reference.report.stop is not None and reference.report.stop.reason == "low_score"
+
