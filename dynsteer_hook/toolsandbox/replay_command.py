@@ -129,6 +129,7 @@ def _line(r: dict[str, Any]) -> str:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``dynsteer replay``."""
+    from dynsteer_hook.judge_factory import cache_sentence
     from dynsteer_hook.toolsandbox.replay import REPLAY_SUMMARY, replay_runs
 
     options = _options(args)
@@ -144,4 +145,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
           + ("" if rate is None else f" (rate {rate:.3f})")
           + ("" if saved is None else f", mean saved progress on halted runs {saved:.3f}")
           + f"; summary {args.out / REPLAY_SUMMARY}")
+    if summary["judge_cache"] is not None:
+        print(cache_sentence(summary["judge_cache"]))
     return 0

@@ -26,10 +26,11 @@ from typing import Any
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import OutputError, ScenarioError
 from dynsteer_hook.events import Event
-from dynsteer_hook.judge_factory import JudgeSettings
+from dynsteer_hook.judge_factory import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model_settings import ModelSettings
-from dynsteer_hook.outputs import JsonlSink, create_dir, reason, write_json_atomic
+from dynsteer_hook.outputs import JsonlSink, create_dir, reason, write_json_atomic, write_text_atomic
 from dynsteer_hook.report import IncompleteLog, with_files
+from dynsteer_hook.report_html import REPORT_HTML, render_run
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.storage import AUDIT_LOG, EventLog, load_blueprint, write_report
 from dynsteer_hook.toolsandbox import (
@@ -167,7 +168,8 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
     sink = _open_log(trajectory / AUDIT_LOG)
     log = EventLog(_open_log(trajectory / EVENTS_FILE)) if options.write_events else None
     try:
-        evaluator = Evaluator(bp, options.config, sink=sink, judges=options.judges.build())
+        judges = options.judges.build()
+        evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
         if log is not None:
             log.meta(task=name, blueprint=str(blueprint_path(directory, name).name))
 
@@ -204,6 +206,7 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
             report = with_files(report, stale=stale, incomplete_logs=gaps)
             try:
                 write_report(report, trajectory)
+                write_text_atomic(trajectory / REPORT_HTML, render_run(report, bp))
                 report_error = None
             except OSError as exc:
                 report_error = f"{trajectory}: {reason(exc)}"
@@ -217,6 +220,9 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
     result["dynsteer"] = dynsteer_block(report, rows_seen=session.rows_seen, max_messages=scenario.max_messages,
                                         steps_not_played=remaining, seconds=seconds, evaluator_seconds=spent[0],
                                         report_error=report_error)
+    cache = judge_cache_stats(judges)
+    if cache is not None:
+        result["dynsteer"]["judge_cache"] = cache
     return _with_llm_spending(result, roles)
 
 
