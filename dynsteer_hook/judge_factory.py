@@ -108,7 +108,8 @@ def judges_from_args(args: argparse.Namespace, config: EvaluatorConfig,
     if settings.model.model and getattr(args, "max_tier", None) is None:
         config = config.with_overrides(max_tier=3)
     if config.max_tier > 1 and not settings.model.model:
-        raise DynsteerError(f"--max-tier {config.max_tier} needs an LLM judge: pass --judge-model (and --judge-api-base for a local server)")
+        asked = f"--min-tier {config.min_tier}" if config.min_tier > 1 else f"--max-tier {config.max_tier}"
+        raise DynsteerError(f"{asked} needs an LLM judge: pass --judge-model (and --judge-api-base for a local server)")
     if settings.samples < 1 or settings.passes < 1:
         raise DynsteerError(f"the tier 2 samples and tier 3 passes (--judge-samples, --judge-passes, or {env_name('judge', 'samples')}, "
                             f"{env_name('judge', 'passes')}) must be at least 1, not {settings.samples} and {settings.passes}")

@@ -177,7 +177,7 @@ class Evaluator:
         self._minefield_summary = tuple((f.id, f.tool, f.reason) for f in blueprint.minefields)
         self._settled_call: dict[str, CallFacts] = {}
         self._weights = cfg.normalized_initial_weights()
-        self._levels = {d: 1 for d in DIMENSIONS}
+        self._levels = {d: cfg.min_tier for d in DIMENSIONS}
         self._stages: list[StageRecord] = []
         self._low_streak = 0
         self._stagnation = 0
@@ -189,6 +189,7 @@ class Evaluator:
         self._ended = False
         self._left_pending: list[str] | None = None
         self._usage_calls: dict[str, int] = defaultdict(int)
+        self._usage_requests: dict[str, int] = defaultdict(int)
         self._usage_dims: dict[str, int] = defaultdict(int)
         self._degraded = 0
         self._tokens = 0
@@ -301,6 +302,7 @@ class Evaluator:
             judge_usage=JudgeUsage(
                 calls_by_tier=dict(self._usage_calls),
                 dimensions_by_tier=dict(self._usage_dims),
+                llm_requests_by_tier=dict(self._usage_requests),
                 degraded=self._degraded,
                 tokens=self._tokens,
                 cost_usd=round(self._cost, 6),
@@ -563,7 +565,7 @@ class Evaluator:
             description=milestone.description,
             conditions=tuple(describe(p) for p in milestone.args),
         )
-        requested = dict(self._levels)
+        requested = {d: max(level, cfg.min_tier) for d, level in self._levels.items()}
         used = {d: max(t for t in self._tiers if t <= requested[d]) for d in DIMENSIONS}
         scores: dict[str, DimensionScore] = {}
         judges: list[str] = []
@@ -643,6 +645,8 @@ class Evaluator:
         key = str(tier)
         self._usage_calls[key] += 1
         self._usage_dims[key] += len(dims)
+        if verdict.calls:
+            self._usage_requests[str(verdict.tier)] += verdict.calls
         self._tokens += verdict.tokens
         self._cost += verdict.cost_usd
         if verdict.degraded:

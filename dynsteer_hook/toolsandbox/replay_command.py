@@ -67,6 +67,9 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json (default: the shipped ones)")
     p.add_argument("-p", "--parallel", type=int, default=1, help="worker processes per replay (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--against-all-tier3", action="store_true",
+                   help="also replay every repeat with every stage at Tier 3 (--min-tier 3) and report the judge calls, tokens and cost "
+                        "of the adaptive ladder against it, and the Kendall tau between the two agent rankings (needs --judge-model)")
     add_engine_flags(p)
     add_config_flags(p)
     add_judge_flags(p)
@@ -104,7 +107,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     agents = agents_from(args.agents, args.manifest)
     options = _options(args)
     result = compare(agents, options, args.out, processes=args.parallel, eps=args.epsilon, alpha=args.significance,
-                     progress=not args.no_progress, engine=args.engine, ray_address=args.ray_address)
+                     progress=not args.no_progress, engine=args.engine, ray_address=args.ray_address,
+                     against_all_tier3=args.against_all_tier3)
     markdown = render_markdown(result)
     write_json_atomic(args.out / "compare.json", result)
     write_text_atomic(args.out / "compare.csv", render_csv(result))
