@@ -38,6 +38,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from known_agents import KnownScript, Variant, clean_solver, fresh_variant, play_fresh, scores_one
+from known_quality import faults
 from known_quality.verify import NATIVE
 from known_quality.world import needs_network
 from rules_judge import RulesJudgeServer
@@ -50,7 +51,8 @@ from dynsteer_hook.toolsandbox.summaries import result_summary
 
 from tool_sandbox.common.execution_context import ScenarioCategories
 
-FAULTS = ("repeat", "malformed", "loop", "minefield")
+KINDS = ("repeat", "malformed", "loop", "minefield")
+FAULTS: tuple[str, ...] = KINDS  # the faulty agents of this run (--agents)
 GOAL_DS_RATIO, GOAL_SAVED, GOAL_SHARE, GOAL_TAU = 1.85, 0.4541, 0.30, 0.8
 
 
@@ -78,10 +80,10 @@ def record(names: list[str], scenarios: Any, root: Path, share: float) -> dict[s
             print(f"  {name}: skipped (no clean solver ToolSandbox scores 1.0)", flush=True)
             continue
         row = {"clean": (result, "clean")}
-        for j, kind in enumerate(FAULTS):
+        for kind in FAULTS:
             out = root / kind / "repeat_0"
             made = None
-            if _faulty(i, j, share):
+            if _faulty(i, KINDS.index(kind), share):
                 made, result = _quiet(partial(fresh_variant, kind, name, sc), sc, out)
             if not isinstance(made, Variant) or result is None:  # not chosen, or no such fault for this scenario
                 made, result = _quiet(partial(clean_solver, name, sc), sc, out)
@@ -138,7 +140,14 @@ def main() -> int:
     parser.add_argument("--fault-share", type=float, default=0.75, help="share of scenarios a faulty agent plays its fault on (default 0.75)")
     parser.add_argument("--out", type=Path, required=True, help="folder for the recordings, replays and tables (must not exist)")
     parser.add_argument("--no-judge", action="store_true", help="skip the rules-based judge part")
+    parser.add_argument("--agents", nargs="+", choices=KINDS, default=list(KINDS), metavar="KIND",
+                        help=f"faulty agents besides clean (default all: {' '.join(KINDS)})")
+    parser.add_argument("--loop-length", type=int, default=faults.LOOP_LENGTH,
+                        help=f"failing calls of the loop fault before the agent gives up (default {faults.LOOP_LENGTH})")
     args = parser.parse_args()
+    global FAULTS
+    FAULTS = tuple(k for k in KINDS if k in args.agents)
+    faults.BUILDERS["loop"] = partial(faults.loop, length=args.loop_length)
     if args.out.exists():
         print(f"bench_compare.py: --out {args.out} exists; pass a new folder", file=sys.stderr)
         return 2
@@ -147,7 +156,8 @@ def main() -> int:
     scenarios = load_scenarios(None)
     bases = sorted(n for n, s in scenarios.items() if ScenarioCategories.NO_DISTRACTION_TOOLS in s.categories and not needs_network(s))
     chosen = bases[:: max(1, len(bases) // args.scenarios)][: args.scenarios]
-    print(f"recording {len(chosen)} offline base scenarios x 5 agents natively (fault share {args.fault_share})", flush=True)
+    print(f"recording {len(chosen)} offline base scenarios x {1 + len(FAULTS)} agents natively (fault share {args.fault_share}, "
+          f"loop length {args.loop_length})", flush=True)
     start = time.perf_counter()
     played = record(chosen, scenarios, args.out / "agents", args.fault_share)
     print(f"recorded in {time.perf_counter() - start:.0f} s; faults played: "
