@@ -273,9 +273,11 @@ def render_csv(result: Mapping[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["agent", "repeats", "trajectories", "dynsteer_mean", "dynsteer_std", "dynsteer_saturation", "native_mean", "native_std",
-                "native_saturation", "stop_rate", "mean_saved_progress_on_halted", "judge_calls", "judge_tokens", "judge_cost_usd"])
+                "native_saturation", "stop_rate", "mean_saved_progress_on_halted", "judge_calls", "judge_tokens", "judge_cost_usd",
+                "judge_llm_requests"])
     for name, a in result["agents"].items():
         d, n = a["dynsteer"], a["native"]
         w.writerow([name, a["repeats"], a["trajectories"], d["mean"], d["std_over_repeats"], d["saturation"], n["mean"], n["std_over_repeats"],
-                    n["saturation"], a["stop_rate"], a["mean_saved_progress_on_halted"], a["judge"]["calls"], a["judge"]["tokens"], a["judge"]["cost_usd"]])
+                    n["saturation"], a["stop_rate"], a["mean_saved_progress_on_halted"], a["judge"]["calls"], a["judge"]["tokens"], a["judge"]["cost_usd"],
+                    a["judge"]["llm_requests"]])
     return buf.getvalue()
