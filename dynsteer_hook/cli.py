@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from dynsteer_hook.config_flags import add_config_flags, config_from_args
 from dynsteer_hook.errors import DynsteerError, Halt, OutputError
-from dynsteer_hook.judge_factory import add_judge_flags, judges_from_args
+from dynsteer_hook.judge_factory import add_judge_flags, cache_sentence, judge_cache_stats, judges_from_args
 from dynsteer_hook.logs import configure_logging
 
 if TYPE_CHECKING:
@@ -76,6 +76,9 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     where = f" ({report.stop.reason} at k={report.stop.k}, t={report.stop.t})" if report.stop else ""
     print(f"{report.task or Path(args.events).stem}: {report.outcome}{where}; score {report.score:.3f}; "
           f"settled {len(report.settled)}/{len(report.settled) + len(report.unsettled)}; report {json_path}")
+    cache = judge_cache_stats(judges)
+    if cache is not None:
+        print(cache_sentence(cache))
     if gap is not None:
         raise OutputError(
             f"the audit log {out / AUDIT_LOG} misses every record from record {gap.from_record} on ({gap.reason}); "

@@ -53,6 +53,8 @@ class EvaluatorConfig(BaseModel):
                                                 "arguments, well-formed or not) without any milestone settling in between "
                                                 "that stop the run as a loop")
     max_tier: int = Field(1, ge=1, le=3, description="highest judge tier the ladder may route to (1 = rules only)")
+    min_tier: int = Field(1, ge=1, le=3, description="lowest judge tier every stage dimension is routed to (1 = the adaptive "
+                          "ladder); 3 forces every stage to Tier 3, the baseline the ladder's saving is measured against")
     pass_threshold_for_first_error: Unit = Field(0.7, description="a stage below this composite is a failing stage for "
                                                  "first-error localisation")
     efficiency_step_penalty: Unit = Field(0.2, description="Tier 1 efficiency lost per surplus tool call in a window")
@@ -68,6 +70,9 @@ class EvaluatorConfig(BaseModel):
     def _bounds_in_order(self) -> EvaluatorConfig:
         if self.theta_fail > self.theta_warn:
             raise ValueError(f"theta_fail={self.theta_fail} is above theta_warn={self.theta_warn}; theta_fail must not exceed theta_warn")
+        if self.min_tier > self.max_tier:
+            raise ValueError(f"min_tier={self.min_tier} is above max_tier={self.max_tier}; give a judge model (which allows "
+                             "tier 3) or raise max_tier")
         if self.theta_low_u > self.theta_high_u:
             raise ValueError(f"theta_low_u={self.theta_low_u} is above theta_high_u={self.theta_high_u}; "
                              "the low bound must not exceed the high one")

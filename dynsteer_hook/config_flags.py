@@ -45,4 +45,6 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
             overrides[key.strip()] = raw
         except RecursionError:
             raise DynsteerError(f"--set {key.strip()}: the value nests arrays and objects too deeply; give a flat value") from None
+    if "min_tier" in overrides and "max_tier" not in overrides and isinstance(overrides["min_tier"], int):
+        overrides["max_tier"] = max(1, overrides["min_tier"])  # a forced tier needs the ladder to reach it (a judge model)
     return EvaluatorConfig().with_overrides(**overrides)

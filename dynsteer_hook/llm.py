@@ -541,6 +541,7 @@ class LLMClient:
         schema: Mapping[str, Any] | None = None,
         temperature: float | None = None,
         max_tokens: int | None = None,
+        sample: int = 0,
     ) -> JsonCompletion[T]:
         """A completion whose answer is validated as ``output``; misbehaviour is returned, not raised.
 
@@ -550,6 +551,8 @@ class LLMClient:
             schema: JSON Schema sent to the provider; defaults to ``output``'s own schema.
             temperature: Overrides the client's temperature.
             max_tokens: Overrides the client's limit.
+            sample: Which of several calls with the same prompt this is (a judge's samples); the
+                request does not depend on it (``judge_cache`` keys stored answers on it).
 
         Raises:
             LLMUsageError: As ``complete``.

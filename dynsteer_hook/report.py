@@ -166,8 +166,10 @@ class TraceFaultRecord(_Model):
 
 
 class JudgeUsage(_Model):
-    calls_by_tier: dict[str, int]
+    calls_by_tier: dict[str, int] = Field(description="judge invocations per tier (one per stage and tier used)")
     dimensions_by_tier: dict[str, int]
+    llm_requests_by_tier: dict[str, int] = Field(default_factory=dict, description="model requests per LLM tier (Tier 2 samples, "
+                                                 "Tier 3 dimensions x passes); answers read from the judge cache count as requests")
     degraded: int
     tokens: int
     cost_usd: float

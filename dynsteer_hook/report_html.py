@@ -21,6 +21,9 @@ from dynsteer_hook.blueprint import Blueprint
 from dynsteer_hook.config import DIMENSIONS
 from dynsteer_hook.report import Report
 
+REPORT_HTML = "dynsteer_report.html"
+"""The run page's file name, beside ``dynsteer_report.json`` and ``.md``."""
+
 _CSS = """
 body{font:14px/1.45 system-ui,-apple-system,Segoe UI,sans-serif;margin:24px auto;max-width:1180px;color:#1d232a;padding:0 16px}
 h1{font-size:22px;margin:0 0 6px}h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde3ea;padding-bottom:4px}

@@ -32,6 +32,7 @@ ROOT_EDGES = frozenset({
     "storage.py",  # input files, reports
     "outputs.py",  # atomic writes, the append-only log
     "blueprint_cache.py",  # compiled blueprints stored by public-view hash
+    "judge_cache.py",  # judge answers stored on disk
     "logs.py",  # structlog set up for the command line
     "cli.py",  # the dynsteer command
 })

@@ -106,3 +106,19 @@ def test_set_reaches_fields_that_are_not_numbers() -> None:
     args = parser.parse_args(["--set", 'initial_weights={"safety": 3}', "--n-stag", "4", "--set", "n_stag=5"])
     config = config_from_args(args)
     assert config.initial_weights == {"safety": 3.0} and config.n_stag == 5
+
+
+def test_min_tier_above_max_tier_is_one_sentence() -> None:
+    """Forcing a tier the ladder may not reach names both fields."""
+    with pytest.raises(ConfigError, match=r"min_tier=3 is above max_tier=2"):
+        EvaluatorConfig(min_tier=3, max_tier=2)
+
+
+def test_min_tier_flag_lets_the_ladder_reach_the_forced_tier() -> None:
+    """--min-tier 3 alone raises max_tier to 3 (a judge model is then required); an explicit lower --max-tier is refused."""
+    p = argparse.ArgumentParser()
+    add_config_flags(p)
+    assert config_from_args(p.parse_args(["--min-tier", "3"])).max_tier == 3
+    assert config_from_args(p.parse_args([])).min_tier == 1
+    with pytest.raises(ConfigError, match="min_tier"):
+        config_from_args(p.parse_args(["--min-tier", "3", "--max-tier", "2"]))

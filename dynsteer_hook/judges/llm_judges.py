@@ -41,8 +41,12 @@ class JsonClient(Protocol):
         ...
 
     def complete_json(self, messages: Any, output: type[T], *, temperature: float | None = None,
-                      max_tokens: int | None = None) -> Any:
-        """A completion validated as ``output`` (value None when the answer was unusable)."""
+                      max_tokens: int | None = None, sample: int = 0) -> Any:
+        """A completion validated as ``output`` (value None when the answer was unusable).
+
+        ``sample`` numbers the calls a judge makes with the same prompt (Tier 2's samples, Tier 3's
+        passes); the answer does not depend on it, a cache of answers keys on it.
+        """
         ...
 
 
@@ -79,9 +83,10 @@ class StandardJudge:
         good: list[StandardJudgement] = []
         problems: list[str] = []
         tokens, cost, calls = 0, 0.0, 0
-        for _ in range(max(1, self.samples)):
+        for i in range(max(1, self.samples)):
             try:
-                reply = self.client.complete_json(messages, StandardJudgement, temperature=self.temperature, max_tokens=self.max_tokens)
+                reply = self.client.complete_json(messages, StandardJudgement, temperature=self.temperature, max_tokens=self.max_tokens,
+                                                  sample=i)
             except LLMError as exc:
                 problems.append(str(exc))
                 break  # the provider is down: more samples would only wait longer
@@ -135,10 +140,10 @@ class ExpertJudge:
         latest: SpecialistJudgement | None = None
         problems: list[str] = []
         tokens, cost, calls = 0, 0.0, 0
-        for _ in range(max(1, self.passes)):
+        for i in range(max(1, self.passes)):
             try:
                 reply = self.client.complete_json(specialist_messages(request, d, latest), SpecialistJudgement,
-                                                  temperature=self.temperature, max_tokens=self.max_tokens)
+                                                  temperature=self.temperature, max_tokens=self.max_tokens, sample=i)
             except LLMError as exc:
                 problems.append(f"{d}: {exc}")
                 break

@@ -49,7 +49,7 @@ class JudgeLadder:
         judges: Judge per tier; Tier 1 rules are added when missing.
     """
 
-    __slots__ = ("_config", "_cost", "_degraded", "_judges", "_levels", "_tiers", "_tokens", "_usage_calls", "_usage_dims", "_weights")
+    __slots__ = ("_config", "_cost", "_degraded", "_judges", "_levels", "_tiers", "_tokens", "_usage_calls", "_usage_dims", "_usage_requests", "_weights")
 
     def __init__(self, config: EvaluatorConfig, judges: Mapping[int, Judge] | None = None) -> None:
         self._config = config
@@ -57,9 +57,10 @@ class JudgeLadder:
         self._judges.setdefault(1, Tier1Judge(step_penalty=config.efficiency_step_penalty, proximity_penalty=config.minefield_proximity_penalty))
         self._tiers = sorted(t for t in self._judges if 1 <= t <= config.max_tier)
         self._weights = config.normalized_initial_weights()
-        self._levels = dict.fromkeys(DIMENSIONS, 1)
+        self._levels = dict.fromkeys(DIMENSIONS, config.min_tier)
         self._usage_calls: dict[str, int] = defaultdict(int)
         self._usage_dims: dict[str, int] = defaultdict(int)
+        self._usage_requests: dict[str, int] = defaultdict(int)
         self._degraded = 0
         self._tokens = 0
         self._cost = 0.0
@@ -67,7 +68,7 @@ class JudgeLadder:
     def judge(self, goal: StageGoal, window: list[Step], context: StageContext, t: int, proximity: int) -> StageJudgement:
         """Judge one stage at the tiers the ladder asks for, then adapt weights and tiers for the next one."""
         cfg = self._config
-        requested = dict(self._levels)
+        requested = {d: max(level, self._config.min_tier) for d, level in self._levels.items()}
         used = {d: max(x for x in self._tiers if x <= requested[d]) for d in DIMENSIONS}
         scores: dict[str, DimensionScore] = {}
         judges: list[str] = []
@@ -119,6 +120,8 @@ class JudgeLadder:
         key = str(tier)
         self._usage_calls[key] += 1
         self._usage_dims[key] += len(dims)
+        if verdict.calls:
+            self._usage_requests[str(verdict.tier)] += verdict.calls
         self._tokens += verdict.tokens
         self._cost += verdict.cost_usd
         if verdict.degraded:
@@ -127,7 +130,8 @@ class JudgeLadder:
 
     def usage(self) -> JudgeUsage:
         """Judge calls and dimensions by tier, degradations, tokens and cost so far."""
-        return JudgeUsage(calls_by_tier=dict(self._usage_calls), dimensions_by_tier=dict(self._usage_dims), degraded=self._degraded,
+        return JudgeUsage(calls_by_tier=dict(self._usage_calls), dimensions_by_tier=dict(self._usage_dims),
+                          llm_requests_by_tier=dict(self._usage_requests), degraded=self._degraded,
                           tokens=self._tokens, cost_usd=round(self._cost, 6))
 
     def settings(self) -> dict[str, dict[str, Any]]:

@@ -105,10 +105,14 @@ def _verdict(result: dict[str, Any]) -> str:
 
 def _finish(results: list[dict[str, Any]], out: Path) -> int:
     """Print a verdict per scenario; an interrupted or faulty run ends in one sentence on stderr."""
+    from dynsteer_hook.judge_factory import cache_sentence
     from dynsteer_hook.toolsandbox.summaries import IN_FLIGHT, NOT_STARTED, interruption
 
     for r in sorted(results, key=lambda r: r["name"]):
         print(f"{r['name']}: {_verdict(r)}")
+    cached = [r["dynsteer"]["judge_cache"] for r in results if (r.get("dynsteer") or {}).get("judge_cache")]
+    if cached:
+        print(cache_sentence({k: sum(c[k] for c in cached) for k in ("hits", "misses", "corrupt", "unwritable")}))
     sys.stdout.flush()
     stopped = interruption(results)
     if stopped is not None:

@@ -16,7 +16,7 @@ import csv
 import io
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ from dynsteer_hook.metaeval import (
     PairTest,
     all_pairs,
     discriminability,
+    kendall_tau,
     repeat_spread,
     saturation,
     stop_table,
@@ -94,19 +95,36 @@ def agents_from(specs: Sequence[str], manifest: Path | None = None) -> list[Agen
 
 def _usage(rows: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
     calls: dict[str, int] = {}
+    requests: dict[str, int] = {}
     tokens, cost = 0, 0.0
     for r in rows:
         u = r["judge_usage"]
         for tier, n in u["calls_by_tier"].items():
             calls[tier] = calls.get(tier, 0) + n
+        for tier, n in u.get("llm_requests_by_tier", {}).items():
+            requests[tier] = requests.get(tier, 0) + n
         tokens += u["tokens"]
         cost += u["cost_usd"]
-    return {"calls_by_tier": dict(sorted(calls.items())), "calls": sum(calls.values()), "tokens": tokens, "cost_usd": round(cost, 6)}
+    return {"calls_by_tier": dict(sorted(calls.items())), "calls": sum(calls.values()),
+            "llm_requests_by_tier": dict(sorted(requests.items())), "llm_requests": sum(requests.values()),
+            "tokens": tokens, "cost_usd": round(cost, 6)}
 
 
 def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, processes: int = 1, eps: float = 0.01,
-            alpha: float = 0.01, progress: bool = False, engine: str = "local", ray_address: str | None = None) -> dict[str, Any]:
-    """Replay every agent's repeats into ``out/replays`` and compute the comparison."""
+            alpha: float = 0.01, progress: bool = False, engine: str = "local", ray_address: str | None = None,
+            against_all_tier3: bool = False) -> dict[str, Any]:
+    """Replay every agent's repeats into ``out/replays`` and compute the comparison.
+
+    With ``against_all_tier3`` every repeat is replayed a second time with every stage forced to Tier 3
+    (``min_tier`` 3, into ``out/all_tier3``), and ``routing`` says what the adaptive ladder spent
+    against it per agent and the Kendall tau between the two rankings of the agents.
+
+    Raises:
+        DynsteerError: An agent has nothing to replay, or the all-Tier-3 baseline is asked for without Tier 3 judges.
+    """
+    if against_all_tier3 and (options.config.max_tier < 3 or options.config.min_tier >= 3):
+        raise DynsteerError("the all-Tier-3 baseline needs the adaptive ladder up to Tier 3: pass --judge-model (and no --max-tier "
+                            "below 3 or --min-tier 3)")
     scores: dict[str, dict[str, dict[PairKey, float]]] = {e: {} for e in EVALUATORS}
     per_agent: dict[str, dict[str, Any]] = {}
     stops: list[dict[str, Any]] = []
@@ -159,7 +177,41 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
             "stop_progress": sorted(s["stop_progress"] for s in stops if s["agent"] == a)}
         for a in per_agent
     }
+    if against_all_tier3:
+        forced = replace(options, config=options.config.with_overrides(min_tier=3, max_tier=3))
+        baseline = compare(agents, forced, out / "all_tier3", processes=processes, eps=eps, alpha=alpha, progress=progress,
+                           engine=engine, ray_address=ray_address)
+        result["routing"] = routing_saving(result, baseline)
     return result
+
+
+def _share(part: float, whole: float) -> float | None:
+    return round(part / whole, 6) if whole else None
+
+
+def routing_saving(adaptive: Mapping[str, Any], forced: Mapping[str, Any]) -> dict[str, Any]:
+    """The adaptive ladder against every stage at Tier 3: judge calls, tokens and cost per agent and in all (with the
+    adaptive share of each), the Kendall tau between the agents' DynSTEER rankings, and both DS(eps)."""
+    keys = ("llm_requests", "tokens", "cost_usd")
+    agents: dict[str, Any] = {}
+    for name, a in adaptive["agents"].items():
+        ja, jf = a["judge"], forced["agents"][name]["judge"]
+        agents[name] = {"adaptive": {k: ja[k] for k in keys}, "all_tier3": {k: jf[k] for k in keys},
+                        "call_share": _share(ja["llm_requests"], jf["llm_requests"]), "token_share": _share(ja["tokens"], jf["tokens"]),
+                        "dynsteer_mean": {"adaptive": a["dynsteer"]["mean"], "all_tier3": forced["agents"][name]["dynsteer"]["mean"]}}
+    total = {side: {k: sum(v[side][k] for v in agents.values()) for k in keys} for side in ("adaptive", "all_tier3")}
+    for side in total:
+        total[side]["cost_usd"] = round(total[side]["cost_usd"], 6)
+    tau = kendall_tau({n: v["dynsteer_mean"]["adaptive"] for n, v in agents.items()}, {n: v["dynsteer_mean"]["all_tier3"] for n, v in agents.items()})
+    return {
+        "agents": agents, **total,
+        "call_share": _share(total["adaptive"]["llm_requests"], total["all_tier3"]["llm_requests"]),
+        "token_share": _share(total["adaptive"]["tokens"], total["all_tier3"]["tokens"]),
+        "cost_share": _share(total["adaptive"]["cost_usd"], total["all_tier3"]["cost_usd"]),
+        "kendall_tau": None if tau is None else round(tau, 6),
+        "ds": {"adaptive": adaptive["evaluators"]["dynsteer"]["discriminability"]["ds"],
+               "all_tier3": forced["evaluators"]["dynsteer"]["discriminability"]["ds"]},
+    }
 
 
 def _pair(t: PairTest) -> dict[str, Any]:
@@ -196,6 +248,23 @@ def render_markdown(result: Mapping[str, Any]) -> str:
         lines.append(f"| {reason} | {s['halted_runs']} | {s['unique_tasks']} | {s['mean_stop_progress']:.4f} | {s['mean_saved_progress']:.4f} |")
     if not result["stops_by_criterion"]:
         lines.append("| (no stop) | 0 | 0 | - | - |")
+    routing = result.get("routing")
+    if routing:
+        def pct(v: float | None) -> str:
+            return "-" if v is None else f"{v:.1%}"
+
+        tau = "-" if routing["kendall_tau"] is None else f"{routing['kendall_tau']:.3f}"
+        lines += ["", "## Adaptive ladder against all stages at Tier 3", "",
+                  f"LLM judge requests {routing['adaptive']['llm_requests']} against {routing['all_tier3']['llm_requests']} "
+                  f"({pct(routing['call_share'])}), "
+                  f"tokens {pct(routing['token_share'])}, cost {pct(routing['cost_share'])}; Kendall tau between the agent rankings {tau}; "
+                  f"DS(eps) {routing['ds']['adaptive']:.4f} adaptive, {routing['ds']['all_tier3']:.4f} all Tier 3.", "",
+                  "| agent | LLM requests adaptive | all Tier 3 | share | tokens adaptive | tokens all Tier 3 | cost adaptive | cost all Tier 3 | "
+                  "DynSTEER mean adaptive | all Tier 3 |", "|---|---|---|---|---|---|---|---|---|---|"]
+        for name, v in routing["agents"].items():
+            a, f = v["adaptive"], v["all_tier3"]
+            lines.append(f"| {name} | {a['llm_requests']} | {f['llm_requests']} | {pct(v['call_share'])} | {a['tokens']} | {f['tokens']} | {a['cost_usd']:.6f} | "
+                         f"{f['cost_usd']:.6f} | {v['dynsteer_mean']['adaptive']:.4f} | {v['dynsteer_mean']['all_tier3']:.4f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -204,9 +273,11 @@ def render_csv(result: Mapping[str, Any]) -> str:
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["agent", "repeats", "trajectories", "dynsteer_mean", "dynsteer_std", "dynsteer_saturation", "native_mean", "native_std",
-                "native_saturation", "stop_rate", "mean_saved_progress_on_halted", "judge_calls", "judge_tokens", "judge_cost_usd"])
+                "native_saturation", "stop_rate", "mean_saved_progress_on_halted", "judge_calls", "judge_tokens", "judge_cost_usd",
+                "judge_llm_requests"])
     for name, a in result["agents"].items():
         d, n = a["dynsteer"], a["native"]
         w.writerow([name, a["repeats"], a["trajectories"], d["mean"], d["std_over_repeats"], d["saturation"], n["mean"], n["std_over_repeats"],
-                    n["saturation"], a["stop_rate"], a["mean_saved_progress_on_halted"], a["judge"]["calls"], a["judge"]["tokens"], a["judge"]["cost_usd"]])
+                    n["saturation"], a["stop_rate"], a["mean_saved_progress_on_halted"], a["judge"]["calls"], a["judge"]["tokens"], a["judge"]["cost_usd"],
+                    a["judge"]["llm_requests"]])
     return buf.getvalue()

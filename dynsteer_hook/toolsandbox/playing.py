@@ -23,10 +23,11 @@ from typing import Any
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import ScenarioError
 from dynsteer_hook.events import Event
-from dynsteer_hook.judge_factory import JudgeSettings
+from dynsteer_hook.judge_factory import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model_settings import ModelSettings
-from dynsteer_hook.outputs import JsonlSink, reason
+from dynsteer_hook.outputs import JsonlSink, reason, write_text_atomic
 from dynsteer_hook.report import IncompleteLog, with_files
+from dynsteer_hook.report_html import REPORT_HTML, render_run
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.storage import AUDIT_LOG, EventLog, load_blueprint, write_report
 from dynsteer_hook.toolsandbox import (
@@ -128,7 +129,8 @@ def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOption
     sink = _open_log(trajectory / AUDIT_LOG)
     log = EventLog(_open_log(trajectory / EVENTS_FILE)) if options.write_events else None
     try:
-        evaluator = Evaluator(bp, options.config, sink=sink, judges=options.judges.build())
+        judges = options.judges.build()
+        evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
         if log is not None:
             log.meta(task=name, blueprint=str(blueprint_path(directory, name).name))
 
@@ -165,6 +167,7 @@ def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOption
             report = with_files(report, stale=stale, incomplete_logs=gaps)
             try:
                 write_report(report, trajectory)
+                write_text_atomic(trajectory / REPORT_HTML, render_run(report, bp))
                 report_error = None
             except OSError as exc:
                 report_error = f"{trajectory}: {reason(exc)}"
@@ -178,6 +181,9 @@ def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOption
     result.dynsteer = DynsteerBlock.of(report, rows_seen=session.rows_seen, max_messages=scenario.max_messages,
                                        steps_not_played=remaining, seconds=seconds, evaluator_seconds=spent[0],
                                        report_error=report_error)
+    cache = judge_cache_stats(judges)
+    if cache is not None:
+        result.dynsteer = result.dynsteer.model_copy(update={"judge_cache": cache})
     return _with_llm_spending(result, roles)
 
 

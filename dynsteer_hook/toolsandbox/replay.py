@@ -26,8 +26,8 @@ from typing import Any
 
 from dynsteer_hook.config import EvaluatorConfig
 from dynsteer_hook.errors import BlueprintError, DynsteerError, Halt
-from dynsteer_hook.judge_factory import JudgeSettings
-from dynsteer_hook.report_html import render_run
+from dynsteer_hook.judge_factory import JudgeSettings, judge_cache_stats
+from dynsteer_hook.report_html import REPORT_HTML, render_run
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint, write_json_atomic, write_report, write_text_atomic
 from dynsteer_hook.toolsandbox.engines import check_engine, run_jobs
@@ -43,7 +43,6 @@ from dynsteer_hook.toolsandbox.recording import (
 )
 
 REPLAY_SUMMARY = "replay_summary.json"
-REPORT_HTML = "dynsteer_report.html"
 EVENTS_FILE = "dynsteer_events.jsonl"
 
 
@@ -179,7 +178,8 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
     batches = agent_batches(recording.context)
     stop_batch: int | None = None
     with JsonlSink(out / AUDIT_LOG) as sink:
-        evaluator = Evaluator(bp, options.config, sink=sink, judges=options.judges.build())
+        judges = options.judges.build()
+        evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
         log = EventLog(out / EVENTS_FILE) if options.write_events else None
         try:
             for item in recorded_events(recording.context):
@@ -197,7 +197,11 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
     write_report(report, out)
     write_text_atomic(out / REPORT_HTML, render_run(report, bp))
     vstop = virtual_stop(stop_batch, batches, recording.costs) if stop_batch is not None else None
-    return _result(recording, report, vstop, batches, time.perf_counter() - start)
+    result = _result(recording, report, vstop, batches, time.perf_counter() - start)
+    cache = judge_cache_stats(judges)
+    if cache is not None:
+        result["judge_cache"] = cache
+    return result
 
 
 def _result(recording: Recording, report: Any, vstop: VirtualStop | None, batches: int, seconds: float) -> dict[str, Any]:
@@ -241,6 +245,8 @@ def summarize(results: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> d
         for reason, rs in sorted(by_reason.items())
     }
     halted = [r for r in done if r["virtual_stop"] is not None]
+    cached = [r["judge_cache"] for r in done if "judge_cache" in r]
+    cache = {k: sum(c[k] for c in cached) for k in ("hits", "misses", "corrupt", "unwritable")} if cached else None
     return {
         "replayed": len(done),
         "skipped": len(skipped),
@@ -250,6 +256,7 @@ def summarize(results: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> d
         "mean_score": round(sum(r["score"] for r in done) / len(done), 6) if done else None,
         "mean_saved_progress_on_halted": round(sum(r["virtual_stop"]["saved_progress"] for r in halted) / len(halted), 6) if halted else None,
         "stops_by_reason": table3,
+        "judge_cache": cache,
         "skipped_scenarios": skipped,
         "per_scenario": sorted(done, key=lambda r: (r["run"], r["scenario"])),
     }

@@ -60,6 +60,9 @@ def add_compare_parser(sub: Any) -> None:
     p.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json (default: the shipped ones)")
     p.add_argument("-p", "--parallel", type=int, default=1, help="worker processes per replay (default 1)")
     p.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
+    p.add_argument("--against-all-tier3", action="store_true",
+                   help="also replay every repeat with every stage at Tier 3 (--min-tier 3) and report the judge calls, tokens and cost "
+                        "of the adaptive ladder against it, and the Kendall tau between the two agent rankings (needs --judge-model)")
     add_engine_flags(p)
     add_config_flags(p)
     add_judge_flags(p)
@@ -97,7 +100,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     agents = agents_from(args.agents, args.manifest)
     options = _options(args)
     result = compare(agents, options, args.out, processes=args.parallel, eps=args.epsilon, alpha=args.significance,
-                     progress=not args.no_progress, engine=args.engine, ray_address=args.ray_address)
+                     progress=not args.no_progress, engine=args.engine, ray_address=args.ray_address,
+                     against_all_tier3=args.against_all_tier3)
     markdown = render_markdown(result)
     write_json_atomic(args.out / "compare.json", result)
     write_text_atomic(args.out / "compare.csv", render_csv(result))
@@ -122,6 +126,7 @@ def _line(r: dict[str, Any]) -> str:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``dynsteer replay``."""
+    from dynsteer_hook.judge_factory import cache_sentence
     from dynsteer_hook.toolsandbox.replay import REPLAY_SUMMARY, replay_runs
 
     options = _options(args)
@@ -137,4 +142,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
           + ("" if rate is None else f" (rate {rate:.3f})")
           + ("" if saved is None else f", mean saved progress on halted runs {saved:.3f}")
           + f"; summary {args.out / REPLAY_SUMMARY}")
+    if summary["judge_cache"] is not None:
+        print(cache_sentence(summary["judge_cache"]))
     return 0

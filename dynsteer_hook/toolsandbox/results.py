@@ -61,6 +61,7 @@ class DynsteerBlock(BaseModel):
     incomplete_logs: list[IncompleteLog]
     report_written: bool
     report_error: str | None
+    judge_cache: dict[str, Any] | None = None  # what the judge cache did (set only when one was used)
 
     @classmethod
     def of(cls, report: Report, *, rows_seen: int, max_messages: int, steps_not_played: int | None, seconds: float,

@@ -141,6 +141,7 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
             "report_written": d.get("report_written", True),
         })
     judged = [p for p in per if not p["crashed"] and p["outcome"] != "interrupted"]
+    cached = [d["judge_cache"] for _, d in blocks if "judge_cache" in d]
     summary = {
         "scenarios": len(per),
         "crashed": sum(1 for p in per if p["crashed"]),
@@ -156,6 +157,8 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
         "incomplete_files": sorted(p["name"] for p in per if p["incomplete_logs"] or not p["report_written"]),
         "per_scenario": sorted(per, key=lambda p: p["name"]),
     }
+    if cached:
+        summary["judge_cache"] = {k: sum(c[k] for c in cached) for k in ("hits", "misses", "corrupt", "unwritable")}
     stopped = interruption(results)
     if stopped is not None:
         summary["interrupted"] = stopped

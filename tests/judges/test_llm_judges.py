@@ -48,7 +48,8 @@ class FakeClient:
         self.answers = list(answers)
         self.calls: list[list[dict[str, str]]] = []
 
-    def complete_json(self, messages: Any, output: type[Any], *, temperature: float | None = None, max_tokens: int | None = None) -> _Reply:
+    def complete_json(self, messages: Any, output: type[Any], *, temperature: float | None = None, max_tokens: int | None = None,
+                      sample: int = 0) -> _Reply:
         self.calls.append(list(messages))
         answer = self.answers.pop(0) if self.answers else "garbage"
         if isinstance(answer, Exception):

@@ -415,6 +415,20 @@ def test_requested_tier_is_capped_by_max_tier() -> None:
     assert (b.tiers["correctness"].requested, b.tiers["correctness"].used) == (2, 1)
 
 
+def test_min_tier_forces_every_stage_to_that_tier() -> None:
+    """min_tier 3 routes every dimension of every stage to Tier 3, the first stage and confident passes included;
+    min_tier 1 leaves the first stage at Tier 1."""
+    bp, events = _message_then_tool()
+    t3 = Recording()
+    r = run(bp, events, EvaluatorConfig(max_tier=3, min_tier=3), judges={3: t3})
+    assert len(r.report.stages) == 2 and len(t3.requests) == 2
+    for stage in r.report.stages:
+        assert all((u.requested, u.used) == (3, 3) for u in stage.tiers.values()), stage.milestone
+    assert r.report.judge_usage.calls_by_tier == {"3": 2}
+    adaptive = run(bp, events, EvaluatorConfig(max_tier=3), judges={3: Recording()})
+    assert all(u.used == 1 for u in adaptive.report.stages[0].tiers.values())
+
+
 def test_failing_judge_falls_back_to_a_lower_tier() -> None:
     """A judge that raises is replaced by the tier below; the stage records the degradation and a warning is logged."""
     bp, events = _message_then_tool()

@@ -107,3 +107,53 @@ def test_bad_compare_input_is_one_sentence(tmp_path: Path, args: list[str], mess
     code = main(["compare", *args, "-o", str(tmp_path / "out"), "--no-progress"])
     err = capsys.readouterr().err
     assert code == 2 and message in err and "Traceback" not in err
+
+
+@pytest.fixture(scope="module")
+def routed(agents: dict[str, Path], tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path, int]:
+    """The same agents compared with the rules-based judge on 127.0.0.1, adaptive ladder against all stages at Tier 3."""
+    from rules_judge import RulesJudgeServer
+
+    out = tmp_path_factory.mktemp("routed")
+    server = RulesJudgeServer().start()
+    try:
+        argv = ["compare", *(f"{a}={p}" for a, p in agents.items()), "-o", str(out), "--no-progress", "--against-all-tier3",
+                "--judge-model", "openai/rules-judge", "--judge-api-base", server.url, "--judge-max-retries", "0",
+                "--judge-cache", str(out / "cache")]
+        assert main(argv) == 0
+        asked = server.requests
+        assert main([*argv[:4], "-o", str(out / "again"), *argv[6:]]) == 0  # same replays, same cache
+        assert server.requests == asked, "the re-run asked the judge again"
+    finally:
+        server.stop()
+    return json.loads((out / "compare.json").read_text()), out, asked
+
+
+def test_all_tier3_baseline_routes_every_stage_to_tier3_and_the_ladder_spends_less(routed: tuple[dict[str, Any], Path, int]) -> None:
+    """The baseline's reports use Tier 3 on every dimension of every stage; the adaptive replays spend fewer calls and
+    tokens on every agent; the routing table gives both sides, the shares and Kendall tau between the rankings."""
+    result, out, asked = routed
+    baseline = sorted((out / "all_tier3" / "replays").rglob("dynsteer_report.json"))
+    assert baseline
+    for path in baseline:
+        for stage in json.loads(path.read_text())["stages"]:
+            assert {u["used"] for u in stage["tiers"].values()} == {3}, (path, stage["milestone"])
+    routing = result["routing"]
+    # Repeats and agents sharing a stage share its answers: the judge was asked once per distinct request, each one kept.
+    assert asked == len(list((out / "cache").rglob("*.json"))) <= routing["adaptive"]["llm_requests"] + routing["all_tier3"]["llm_requests"]
+    for name, agent in routing["agents"].items():
+        assert agent["adaptive"]["llm_requests"] < agent["all_tier3"]["llm_requests"], name
+        assert agent["adaptive"]["tokens"] < agent["all_tier3"]["tokens"], name
+    assert routing["adaptive"]["llm_requests"] > 0  # the sloppy agent's weak stages climbed the ladder
+    assert routing["call_share"] == pytest.approx(routing["adaptive"]["llm_requests"] / routing["all_tier3"]["llm_requests"], abs=1e-6)
+    assert routing["kendall_tau"] is not None and -1.0 <= routing["kendall_tau"] <= 1.0
+    md = (out / "compare.md").read_text()
+    assert "## Adaptive ladder against all stages at Tier 3" in md and f"| clean | {routing['agents']['clean']['adaptive']['llm_requests']} |" in md
+
+
+def test_all_tier3_baseline_without_a_judge_model_is_one_sentence(agents: dict[str, Path], tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["compare", *(f"{a}={p}" for a, p in agents.items()), "-o", str(tmp_path / "o"), "--no-progress", "--against-all-tier3"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--judge-model" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "o" / "replays").exists()

@@ -136,3 +136,40 @@ def test_the_comparison_page_draws_distributions_and_the_stop_histogram(browser:
     assert page.locator("circle[data-point]").count() == trajectories + native
     assert page.locator("#stop-histogram [data-bin]").count() == 10
     assert page.locator("table").count() >= 4 and problems == []
+
+
+@pytest.fixture(scope="module")
+def live_runs(scenarios: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The looping and minefield agents played live with dynsteer (`dynsteer run`'s runner): one HTML page per scenario."""
+    base = tmp_path_factory.mktemp("live_html")
+    for script in ("looping_agent", "minefield_agent"):
+        names = script_names(script)
+        options = RunOptions(agent="Scripted", user="Scripted", evaluator="dynsteer", script=SCRIPTS / f"{script}.json")
+        run_scenarios({n: scenarios[n] for n in names}, options, base / script, 1)
+    return base
+
+
+def test_dynsteer_run_writes_the_run_page_beside_the_json_report(browser: Any, live_runs: Path, tmp_path: Path) -> None:
+    """Every live scenario has dynsteer_report.html next to its JSON report, rendered from that very report; in Chromium it
+    draws one node per milestone plus the start, the live stop and first error, with no console error or request."""
+    reports = sorted(live_runs.glob("*/trajectories/*/dynsteer_report.json"))
+    assert len(reports) == sum(len(script_names(s)) for s in ("looping_agent", "minefield_agent"))
+    halted = 0
+    for json_path in reports:
+        path = json_path.with_name("dynsteer_report.html")
+        report = Report.model_validate_json(json_path.read_text())
+        bp = load_blueprint(BLUEPRINTS / f"{report.task}.json")
+        assert path.read_text() == render_run(report, bp), path
+        page, problems = _open(browser, path)
+        assert page.locator("#dag [data-node]").count() == len(bp.milestones) + 1, path
+        assert page.locator('[data-mark="stop"]').count() == (1 if report.stop else 0)
+        assert page.locator('[data-mark="first-error"]').count() == (1 if report.first_error else 0)
+        assert page.locator("#timeline [data-step]").count() == len(report.steps)
+        assert problems == [], (path, problems)
+        halted += report.halted
+        if report.halted and halted == 1:
+            shot = tmp_path / "live_halted.png"
+            page.screenshot(path=str(shot), full_page=True)
+            assert shot.stat().st_size > 10_000
+        page.close()
+    assert halted >= 1  # the looping and minefield agents are stopped live
