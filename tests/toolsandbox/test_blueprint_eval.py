@@ -89,14 +89,15 @@ def test_operations_are_compared_as_multisets(refs: dict[str, ReferenceGraph]) -
     ref = refs[A]
     bp = Blueprint(milestones=(Milestone(id="x", tool="set_cellular_service_status"), Milestone(id="y", tool="set_cellular_service_status")))
     s = score_scenario(bp, ref)
-    assert (s.ops.tp, s.ops.fp, s.ops.fn) == (1, 1, 1)  # the message is missing
+    assert (s.ops.tp, s.ops.fp, s.ops.fn) == (1, 1, 0)
+    assert (s.ops_all.tp, s.ops_all.fp, s.ops_all.fn) == (1, 1, 1)  # the message is missing
 
 
 def test_macro_averages_over_tool_classes_pooling_variants(refs: dict[str, ReferenceGraph]) -> None:
     """Scrambled names of one tool fall into the class of its execution-facing name."""
     scores = [score_scenario(as_blueprint(refs[n]), refs[n]) for n in (B, E)]
     classes = set().union(*(s.ops_by_class for s in scores))
-    assert classes == {"set_cellular_service_status", "search_contacts", "send_message_with_phone_number", AGENT_MESSAGE_TOOL}
+    assert classes == {"set_cellular_service_status", "search_contacts", "send_message_with_phone_number"}
     row = summarize(scores)
     assert row["op_macro_f1"] == row["op_micro_f1"] == 1.0
 
@@ -126,6 +127,41 @@ def test_cli_prints_the_table_and_writes_csv_and_json(scenarios: dict[str, Any],
     data = json.loads((tmp_path / "blueprint_eval.json").read_text())
     assert data["metrics"][ALL]["fatal_f1"] == 1.0
     assert {s["name"] for s in data["scenarios"]} == {A, B, D, E}
+
+
+def test_cli_reports_every_metric_per_split_and_scores_one_part(scenarios: dict[str, Any], tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """--split held-out scores only held-out scenarios; the JSON and CSV carry the metrics of each part scored."""
+    monkeypatch.setattr(runner, "load_scenarios", lambda names, backend="DEFAULT": scenarios if names is None else {n: scenarios[n] for n in names})
+    assert cli_main(["blueprint-eval", "-s", A, B, D, E, "-o", str(tmp_path / "all")]) == 0
+    out = capsys.readouterr().out
+    assert "held-out  n=3" in out and "dev       n=1" in out and "all       n=4" in out
+    data = json.loads((tmp_path / "all" / "blueprint_eval.json").read_text())
+    assert set(data["metrics_by_split"]) == {"dev", "held-out", "all"}
+    assert {s["name"]: s["split"] for s in data["scenarios"]} == {A: "held-out", B: "held-out", D: "dev", E: "held-out"}
+    dev = data["metrics_by_split"]["dev"][ALL]
+    # D is insufficient: its blueprint asks or declines, and asks nothing else
+    assert (dev["ask_tp"], dev["ask_fp"], dev["ask_fn"], dev["op_tp"], dev["op_fp"]) == (1, 0, 0, 0, 0)
+    rows = list(csv.DictReader((tmp_path / "all" / "blueprint_eval.csv").open()))
+    assert {(r["split"], r["group"]) for r in rows} >= {("all", ALL), ("dev", ALL), ("held-out", ALL)}
+
+    assert cli_main(["blueprint-eval", "-s", A, B, D, E, "--split", "held-out", "-o", str(tmp_path / "held")]) == 0
+    data = json.loads((tmp_path / "held" / "blueprint_eval.json").read_text())
+    assert {s["name"] for s in data["scenarios"]} == {A, B, E}
+    assert set(data["metrics_by_split"]) == {"held-out", "all"} and data["settings"]["split"] == "held-out"
+    capsys.readouterr()
+    assert cli_main(["blueprint-eval", "-s", A, "--split", "dev", "-o", str(tmp_path / "none")]) == 2
+    assert "no scenario of the split 'dev' was selected" in capsys.readouterr().err
+
+
+def test_messages_are_not_tool_operations(refs: dict[str, ReferenceGraph]) -> None:
+    """A message to the user is left out of tool-operation F1 on both sides and counted in op_all."""
+    ref = refs[B]
+    bp = as_blueprint(ref)
+    extra = bp.model_copy(update={"milestones": (*bp.milestones, Milestone(id="msg2", tool=AGENT_MESSAGE_TOOL))})
+    s = score_scenario(extra, ref)
+    assert s.ops.fp == 0 and s.ops_all.fp == 1
+    assert AGENT_MESSAGE_TOOL not in {t for t in s.ops_by_class}
 
 
 def test_cli_rejects_unknown_scenario_names(scenarios: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
