@@ -23,13 +23,15 @@ def _verify_lookup(b: PlanBuilder, entity: str, consumer: ToolProfile) -> None:
     """Hierarchical focus: look an entity up before acting on it even when its identifier is given."""
     lookup = b.find(("read",), entity)
     if lookup is not None:
-        b.add(lookup.name, 0.3, f"check the {entity} before acting on it", focus="hierarchical")
+        b.add(lookup.name, 0.3, f"check the {entity} before acting on it", focus="hierarchical",
+              why=(("rule", f"hierarchical focus: look the {entity} up before {consumer.name} even though its identifier is given"),))
         b.edge(lookup.name, consumer.name, 0.3, focus="hierarchical")
 
 
 def _recency_clock(b: PlanBuilder, reader: ToolProfile, evidence: float) -> None:
     """Recency (latest, upcoming, yesterday) is judged against the current time; reading it first is natural, not forced."""
-    if b.need_now(None, reader.name, required=evidence >= 0.8, evidence=evidence):
+    if b.need_now(None, reader.name, required=evidence >= 0.8, evidence=evidence,
+                  because=f"'{b.reading.cue('recency') or b.reading.cue('relative_time')}' is judged against the current time"):
         clock = b.find(("read",), "now")
         if clock is not None:
             b.edge(clock.name, reader.name, 0.35, focus="reordered")
@@ -70,7 +72,8 @@ def change_contact(b: PlanBuilder, intent: Intent) -> None:
     b.goal_tool(intent, (intent.action,), f"{'remove' if intent.action == 'delete' else 'update'} the contact", preds)
     if b.reading.via_message:  # "the last person I texted": the person is found through the messages
         b.need_record("message", tool, None, tool.name)
-        b.need_now(None, tool.name, required=False, evidence=0.55 if b.reading.recency else 0.3)
+        b.need_now(None, tool.name, required=False, evidence=0.55 if b.reading.recency else 0.3,
+                   because=f"'{b.reading.cue('recency')}' of the messages" if b.reading.recency else "")
     if id_arg is not None and not preds:
         b.need_record("contact", tool, id_arg, tool.name)
     elif preds:
@@ -84,7 +87,7 @@ def send_message(b: PlanBuilder, intent: Intent) -> None:
         b.absent.append(intent)
         return
     preds = b.phone_pred(tool) + b.contains(tool, ("text",), ("content", "message", "body", "text"), distinctive_word(b.reading.quoted))
-    b.add(tool.name, intent.evidence, "send the message", preds)
+    b.add(tool.name, intent.evidence, "send the message", preds, why=b.intent_why(intent, tool))
     b.goal_tools.append(tool.name)
     phones = [a for a in tool.args_of("phone") if a.required]
     if phones and not b.reading.phones:
@@ -111,12 +114,13 @@ def create_reminder(b: PlanBuilder, intent: Intent) -> None:
     if r.absolute_date:
         converter = b.find(("compute",), "to_timestamp")
         if converter is not None:
-            b.add(converter.name, NEEDED, "turn the date into a timestamp")
+            b.add(converter.name, NEEDED, "turn the date into a timestamp", why=(
+                ("instruction", f"'{r.cue('absolute_date')}'"), ("data_flow", f"{tool.name} takes a timestamp; {converter.name} turns a date into one")))
             b.edge(converter.name, tool.name)
     elif r.relative_time or r.recency:
-        b.need_now(tool, tool.name, required=True, evidence=NEEDED)
+        b.need_now(tool, tool.name, required=True, evidence=NEEDED, because=f"'{r.cue('relative_time') or r.cue('recency')}'")
     else:
-        b.need_now(None, tool.name, required=False, evidence=0.55)
+        b.need_now(None, tool.name, required=False, evidence=0.55, because="no date in the request: it may be given relative to now")
     if r.place and tool.args_of("coord"):
         b.need_place(tool, tool.name, evidence=0.8)
 
@@ -135,10 +139,11 @@ def change_reminder(b: PlanBuilder, intent: Intent) -> None:
         b.need_record("reminder", tool, id_arg, tool.name)
     elif preds:
         _verify_lookup(b, "reminder", tool)
+    words = f"'{b.reading.cue('relative_time') or b.reading.cue('recency')}'"
     if intent.action == "update" and b.reading.relative_time:
-        b.need_now(tool, tool.name, required=True, evidence=NEEDED)
+        b.need_now(tool, tool.name, required=True, evidence=NEEDED, because=words)
     elif b.reading.recency or b.reading.relative_time:
-        b.need_now(None, tool.name, required=True, evidence=0.8)
+        b.need_now(None, tool.name, required=True, evidence=0.8, because=words)
 
 
 def read_reminder(b: PlanBuilder, intent: Intent) -> None:
@@ -158,13 +163,14 @@ def time_until(b: PlanBuilder, intent: Intent) -> None:
     tool = b.goal_tool(intent, ("compute",), "count the time until the date")
     if tool is None:
         return
-    b.need_now(tool, tool.name, required=True, evidence=NEEDED)
+    b.need_now(tool, tool.name, required=True, evidence=NEEDED, because=f"{intent.cue}: the time from now")
     if b.reading.holiday:
         holiday = b.find(("read",), "holiday")
         if holiday is None:
             b.lack(tool.name, "no tool finds the holiday's date", NEEDED)
         else:
-            b.add(holiday.name, NEEDED, f"find the date of {b.reading.holiday}")
+            b.add(holiday.name, NEEDED, f"find the date of {b.reading.holiday}", why=(
+                ("instruction", f"'{b.reading.holiday}'"), ("data_flow", f"{tool.name} needs the holiday's date")))
             b.edge(holiday.name, tool.name)
 
 
@@ -240,10 +246,13 @@ GOALS: dict[tuple[str, str], GoalRule] = {
 def plan_intent(b: PlanBuilder, intent: Intent) -> None:
     """Plan one intent; what it adds is never surer than the intent itself."""
     before, missing = dict(b.ops), len(b.missing)
-    GOALS.get((intent.action, intent.subject.split(":")[0]), generic)(b, intent)
+    rule = GOALS.get((intent.action, intent.subject.split(":")[0]), generic)
+    b.rule = f"goal rule {rule.__name__}"
+    rule(b, intent)
+    b.rule = ""
     for name, op in list(b.ops.items()):
         old = before.get(name)
         if op.evidence > intent.evidence and (old is None or op.evidence > old.evidence):
-            b.ops[name] = PlanOp(op.tool, max(intent.evidence, old.evidence if old else 0.0), op.description, op.args, op.core, op.focus)
+            b.ops[name] = PlanOp(op.tool, max(intent.evidence, old.evidence if old else 0.0), op.description, op.args, op.core, op.focus, op.why)
     if intent.evidence < 0.5:  # a guess at what the user wants cannot make the task insufficient
         del b.missing[missing:]
