@@ -97,8 +97,12 @@ def send_message(b: PlanBuilder, intent: Intent) -> None:
 
 
 def read_message(b: PlanBuilder, intent: Intent) -> None:
+    """Find a message; the clock only when its time is stated against now ('yesterday', 'today'). An order among the
+    messages themselves ('my latest text') is read from their timestamps, so it needs no clock. The person the user
+    last talked to ('who did I talk to last') keeps the clock as a weak guess: the conversation may go on to bound the
+    search in time."""
     tool = b.goal_tool(intent, ("read",), "find the message")
-    if tool is not None and b.reading.recency:
+    if tool is not None and (b.reading.relative_time or (b.reading.via_message and b.reading.recency)):
         _recency_clock(b, tool, 0.55)
 
 
@@ -120,9 +124,34 @@ def create_reminder(b: PlanBuilder, intent: Intent) -> None:
     elif r.relative_time or r.recency:
         b.need_now(tool, tool.name, required=True, evidence=NEEDED, because=f"'{r.cue('relative_time') or r.cue('recency')}'")
     else:
-        b.need_now(None, tool.name, required=False, evidence=0.55, because="no date in the request: it may be given relative to now")
+        _untold_time(b, tool)
     if r.place and tool.args_of("coord"):
         b.need_place(tool, tool.name, evidence=0.8)
+
+
+def _untold_time(b: PlanBuilder, reminder: ToolProfile) -> None:
+    """No time in the request yet (the user gives it in a later turn): how it becomes a timestamp is unknown.
+
+    * Only the clock offered: the time is likely relative to now, a weak guess as before (0.55).
+    * Only a date converter offered, in a small catalog: it is offered for a reason, so it is planned.
+    * Both offered: the clock stays the guess in a curated catalog, but in a broad one (more than six tools beyond the
+      plan: ten distraction tools, or everything) neither is required, since a wrong requirement would never settle for
+      an agent that took the other way.
+    """
+    clock, converter = b.find(("read",), "now"), b.find(("compute",), "to_timestamp")
+    told = ("instruction", "no date or time in the request: the user gives it later")
+    if converter is not None and clock is None:
+        if b.focused_beyond(converter.name):
+            b.add(converter.name, 0.6, "turn the date into a timestamp", why=(
+                told, ("schema", f"{converter.name} is the one way to a timestamp that the small catalog offers")))
+            b.edge(converter.name, reminder.name, 0.6)
+        return
+    if clock is None:
+        return
+    broad = converter is not None and not b.focused_beyond(clock.name, converter.name, limit=6)
+    b.need_now(None, reminder.name, required=False, evidence=0.45 if broad else 0.55,
+               because="no date in the request: it may be given relative to now"
+               + ("; a broad catalog offers a date converter as well" if broad else ""))
 
 
 def change_reminder(b: PlanBuilder, intent: Intent) -> None:
@@ -226,6 +255,35 @@ def convert_currency(b: PlanBuilder, intent: Intent) -> None:
 
 def generic(b: PlanBuilder, intent: Intent) -> None:
     b.goal_tool(intent, (intent.action,), f"{intent.action} {intent.subject}")
+
+
+_UPDATED_THROUGH = {"contact": "contact", "message": "contact", "reminder": "reminder"}
+"""The records an update may follow a question about: a contact found directly or through the messages, a reminder."""
+
+
+def offered_update(b: PlanBuilder) -> None:
+    """A question about records, asked where the catalog holds nothing but the plan and a tool that updates them.
+
+    In a conversation over several turns the first message is often only the question ("Who are my friends?"); the change
+    it leads to comes in a later turn. A catalog holding nothing beyond the plan, the update and its look-up offers the
+    update for a reason, so it is planned (with its look-ups, through ``change_contact`` or ``change_reminder``) on
+    moderate evidence, after the question's own operations. Any other tool on offer (distraction tools are chosen among
+    similar ones, so an update tool sits beside most questions about records) removes the signal."""
+    if any(b.profiles[g].mutates for g in b.goal_tools if g in b.profiles):
+        return
+    asked = [i for i in b.reading.intents if i.action == "read" and i.subject in _UPDATED_THROUGH]
+    for intent in asked:
+        entity = _UPDATED_THROUGH[intent.subject]
+        updater = b.find(("update",), entity)
+        lookup = b.find(("read",), entity)
+        if updater is None or updater.name in b.ops or not b.focused_beyond(updater.name, *((lookup.name,) if lookup else ()), limit=0):
+            continue
+        cue = f"{intent.cue or 'a question'} about {entity} records, {updater.name} offered beside nothing but the plan"
+        plan_intent(b, Intent("update", entity, evidence=0.6, cue=cue))
+        for g in b.goal_tools:
+            if g != updater.name and b.ops.get(g) is not None and g not in (lookup.name if lookup else "",):
+                b.edge(g, updater.name, 0.6)
+        return
 
 
 GOALS: dict[tuple[str, str], GoalRule] = {

@@ -147,6 +147,13 @@ class PlanBuilder:
         """``consumer.arg`` carries the ``column`` value of ``producer``'s result."""
         self.bindings.append(PlanBinding(producer.name, consumer.name, arg.name, column))
 
+    def focused_beyond(self, *names: str, limit: int = 3) -> bool:
+        """Whether the catalog holds at most ``limit`` tools beyond the plan, ``names`` and the device settings:
+        a tool offered in so small a catalog is offered for a reason."""
+        settings = ("status:", "wifi", "cellular", "location_service", "low_battery_mode")
+        extra = [p for p in self.profiles.values() if p.name not in self.ops and p.name not in names and not p.subject.startswith(settings)]
+        return len(extra) <= limit
+
     # -- requirements ------------------------------------------------------------------
 
     def need_record(self, entity: str, consumer: ToolProfile, arg: ArgInfo | None, goal: str, evidence: float = NEEDED) -> bool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
-from dynsteer_hook.compile.generator.goals import plan_intent
+from dynsteer_hook.compile.generator.goals import offered_update, plan_intent
 from dynsteer_hook.compile.generator.instruction import read_instruction
 from dynsteer_hook.compile.generator.necessity_plan import NEEDED, STOPWORDS, Plan, PlanBuilder, PlanMine
 from dynsteer_hook.compile.generator.prerequisites import add_prerequisites
@@ -146,6 +146,7 @@ def plan_task(view: TaskView) -> Plan:
     b = PlanBuilder(reading, profile_tools(view.tools, view.databases), {k: dict(v) for k, v in view.databases.items()})
     for intent in reading.intents:
         plan_intent(b, intent)
+    offered_update(b)
     if not reading.intents:
         _fallback(b)
     return _finish(b)
