@@ -23,6 +23,7 @@ from dynsteer_hook.toolsandbox.blueprint_eval import (
     score_scenario,
     summarize,
     summarize_by_category,
+    summarize_by_split,
 )
 from dynsteer_hook.toolsandbox.reference import ReferenceGraph, reference_graphs
 
@@ -186,23 +187,24 @@ def test_cli_rejects_a_missing_blueprint_directory(tmp_path: Path, capsys: pytes
 
 @pytest.mark.slow
 def test_deterministic_generator_meets_the_table_2_goals(scenarios: dict[str, Any]) -> None:
-    """Over all 1032 scenarios: fatal-minefield F1 >= 0.867, every DAG valid, compile <= 50 ms; operation micro-F1 >= 0.86
-    over the scenarios whose expert reference names an operation.
+    """Over all 1032 scenarios, judged on the held-out part the rules were not written against: tool-operation
+    micro-F1 >= 0.90, fatal-minefield F1 >= 0.95, every DAG valid, and the development part no more than 0.03 above
+    it; compile <= 50 ms median.
 
-    The references of 208 insufficient-information scenarios name no operation at all (ToolSandbox
-    checks those by minefields alone), while their blueprints must ask for the message that asks
-    or declines; that message is one false positive per scenario, so it is checked on its own here
-    and the all-scenario figure (lower by it) is the one the README reports.
+    The references of 208 insufficient-information scenarios name no operation at all (ToolSandbox checks those by
+    minefields alone); their blueprints ask only for the message that asks or declines, which is scored on its own
+    (ask-or-decline F1) and adds nothing to tool-operation F1.
     """
     scores = evaluate_scenarios(scenarios, ged_timeout=0.5)
-    overall = summarize(scores)
-    assert overall["scenarios"] == 1032
-    assert overall["fatal_f1"] >= 0.867
+    by_split = summarize_by_split(scores)
+    overall, dev, held = by_split["all"][ALL], by_split["dev"][ALL], by_split["held-out"][ALL]
+    assert overall["scenarios"] == 1032 and dev["scenarios"] + held["scenarios"] == 1032
+    assert held["op_micro_f1"] >= 0.90
+    assert dev["op_micro_f1"] - held["op_micro_f1"] <= 0.03
+    assert held["fatal_f1"] >= 0.95 and overall["fatal_f1"] >= 0.95
     assert overall["valid_dag_rate"] == 1.0
     assert overall["compile_ms_median"] <= 50
-    named = [s for s in scores if s.reference]
-    assert summarize(named)["op_micro_f1"] >= 0.86
     unnamed = [s for s in scores if not s.reference]
     assert len(unnamed) == 208 and all("INSUFFICIENT_INFORMATION" in s.categories for s in unnamed)
-    assert all(s.predicted == [AGENT_MESSAGE_TOOL] and s.mines.fn == 0 for s in unnamed)
-    assert overall["op_fp"] == summarize(named)["op_fp"] + len(unnamed)
+    assert all(s.predicted == [AGENT_MESSAGE_TOOL] and s.mines.fn == 0 and s.ops.fp == 0 for s in unnamed)
+    assert overall["ask_recall"] >= 0.95 and overall["ask_precision"] >= 0.95
