@@ -23,10 +23,15 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import signal
+import socket
+import subprocess
 import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -90,7 +95,11 @@ def _handler(rec: _Recorder) -> type[BaseHTTPRequestHandler]:
             with rec.lock:
                 text = rec.answers.get(key)
             if text is None and rec.upstream is not None:
-                text = _ask_upstream(rec.upstream, body)
+                status, payload = _ask_upstream(rec.upstream, body)
+                if status != 200:  # passed on, not recorded: the client may retry or ask without a format
+                    self._send(status, payload)
+                    return
+                text = str(payload["choices"][0]["message"].get("content") or "")
                 with rec.lock:
                     rec.answers[key] = text
             if text is None:
@@ -107,18 +116,25 @@ def _handler(rec: _Recorder) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _ask_upstream(base: str, body: dict[str, Any]) -> str:
-    """The answer text of the real model for one request (an empty answer when it fails)."""
+def _ask_upstream(base: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    """The real model's status and answer for one request (a 502 when it cannot be read)."""
+    import urllib.error
     import urllib.request
 
     req = urllib.request.Request(base.rstrip("/") + "/chat/completions", data=json.dumps(body).encode("utf-8"),
                                  headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=600) as resp:
+        with urllib.request.urlopen(req, timeout=900) as resp:
             data = json.loads(resp.read())
-        return str(data["choices"][0]["message"].get("content") or "")
-    except (OSError, ValueError, KeyError, IndexError):
-        return ""
+        data["choices"][0]["message"]
+        return 200, data
+    except urllib.error.HTTPError as exc:
+        try:
+            return exc.code, json.loads(exc.read() or b"{}")
+        except ValueError:
+            return exc.code, {"error": {"message": f"upstream status {exc.code}"}}
+    except (OSError, ValueError, KeyError, IndexError, TypeError) as exc:
+        return 502, {"error": {"message": f"upstream answer unreadable: {exc}"}}
 
 
 @contextmanager
@@ -142,12 +158,35 @@ def _chosen(scenarios: dict[str, Any], split: str, stride: int, limit: int | Non
     return picked[::stride][:limit]
 
 
+def _serve_local(model: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """llama.cpp's OpenAI-compatible server on 127.0.0.1 with the model's own chat template, once it answers."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+           "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 1), "--model_alias", "local"]
+    with log.open("wb") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}/v1"
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"llama.cpp server exited with {proc.returncode}; see {log}")
+        try:
+            with urllib.request.urlopen(base + "/models", timeout=2):
+                return proc, base
+        except OSError:
+            time.sleep(0.5)
+    proc.terminate()
+    raise SystemExit(f"llama.cpp server did not start within 120 s; see {log}")
+
+
 def record(args: argparse.Namespace, scenarios: dict[str, Any], names: list[str]) -> int:
     """Ask the real model for every candidate of every chosen scenario, through a recording pass-through."""
     proc = None
     upstream = args.api_base
     if upstream is None:
-        from record_real_agents import _default_model, serve
+        from record_real_agents import _default_model
 
         model = args.model_file or _default_model()
         if model is None:
@@ -155,12 +194,13 @@ def record(args: argparse.Namespace, scenarios: dict[str, Any], names: list[str]
                   file=sys.stderr)
             return 2
         log = Path(tempfile.mkstemp(prefix="llama-", suffix=".log")[1])
-        proc, upstream = serve(model, "chatml-function-calling", 8192, log)
+        proc, upstream = _serve_local(model, log)
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the server is stopped on the way out
     rec = _Recorder(upstream=upstream)
     start = time.perf_counter()
     try:
         with _server(rec) as base:
-            source = llm_source(_client(base, args.timeout))
+            source = llm_source(_client(base, args.timeout), max_tokens=args.max_tokens)
             for i, name in enumerate(names):
                 source(public_view(name, scenarios[name]), args.candidates)
                 print(f"[{i + 1}/{len(names)}] {name}: {len(rec.answers)} answers so far", flush=True)
@@ -237,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--api-base", default=None, help="recording: an OpenAI-compatible server to ask instead of starting SmolLM2")
     parser.add_argument("--model-file", type=Path, default=None, help="recording: a GGUF model for llama.cpp (default SmolLM2-135M)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds one candidate may take")
+    parser.add_argument("--max-tokens", type=int, default=512, help="recording: answer length limit per candidate")
     parser.add_argument("--json", type=Path, default=None, help="scoring: write the figures to this file")
     args = parser.parse_args(argv)
     if args.stride < 1 or args.candidates < 1 or (args.limit is not None and args.limit < 1):
