@@ -24,7 +24,6 @@ import argparse
 import hashlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -149,8 +148,9 @@ def _server(rec: _Recorder) -> Iterator[str]:
         httpd.server_close()
 
 
-def _client(base: str, timeout: float) -> LLMClient:
-    return LLMClient(model=MODEL, api_base=base, api_key="unused", timeout=timeout, max_retries=0, temperature=0.0)
+def _client(base: str, timeout: float, json_mode: str = "auto") -> LLMClient:
+    return LLMClient(model=MODEL, api_base=base, api_key="unused", timeout=timeout, max_retries=0, temperature=0.0,
+                     json_mode=json_mode)  # type: ignore[arg-type]
 
 
 def _chosen(scenarios: dict[str, Any], split: str, stride: int, limit: int | None, names: list[str] | None) -> list[str]:
@@ -181,6 +181,12 @@ def _serve_local(model: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise SystemExit(f"llama.cpp server did not start within 120 s; see {log}")
 
 
+def _write_recording(args: argparse.Namespace, names: list[str], answers: dict[str, str]) -> None:
+    model = "SmolLM2-135M-Instruct (llama.cpp)" if args.api_base is None else args.api_base
+    args.record.write_text(json.dumps({"model": model, "candidates": args.candidates, "scenarios": names, "answers": answers},
+                                      indent=1), encoding="utf-8")
+
+
 def record(args: argparse.Namespace, scenarios: dict[str, Any], names: list[str]) -> int:
     """Ask the real model for every candidate of every chosen scenario, through a recording pass-through."""
     proc = None
@@ -195,22 +201,28 @@ def record(args: argparse.Namespace, scenarios: dict[str, Any], names: list[str]
             return 2
         log = Path(tempfile.mkstemp(prefix="llama-", suffix=".log")[1])
         proc, upstream = _serve_local(model, log)
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the server is stopped on the way out
     rec = _Recorder(upstream=upstream)
+    failed: list[str] = []
+    done: list[str] = []
     start = time.perf_counter()
     try:
         with _server(rec) as base:
-            source = llm_source(_client(base, args.timeout), max_tokens=args.max_tokens)
+            source = llm_source(_client(base, args.timeout, args.json_mode), max_tokens=args.max_tokens)
             for i, name in enumerate(names):
-                source(public_view(name, scenarios[name]), args.candidates)
+                try:
+                    source(public_view(name, scenarios[name]), args.candidates)
+                except DynsteerError as exc:
+                    print(f"[{i + 1}/{len(names)}] {name}: left out, the model failed ({exc})", flush=True)
+                    failed.append(name)
+                    continue
+                done.append(name)
+                _write_recording(args, done, rec.answers)  # a stopped recording keeps the scenarios it finished
                 print(f"[{i + 1}/{len(names)}] {name}: {len(rec.answers)} answers so far", flush=True)
     finally:
         if proc is not None:
             proc.terminate()
             proc.wait(timeout=30)
-    args.record.write_text(json.dumps({"model": "SmolLM2-135M-Instruct (llama.cpp)" if args.api_base is None else args.api_base,
-                                       "candidates": args.candidates, "scenarios": names, "answers": rec.answers}, indent=1),
-                           encoding="utf-8")
+    _write_recording(args, done, rec.answers)
     print(f"recorded {len(rec.answers)} answers for {len(names)} scenarios in {time.perf_counter() - start:.0f} s -> {args.record}")
     return 0
 
@@ -278,6 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model-file", type=Path, default=None, help="recording: a GGUF model for llama.cpp (default SmolLM2-135M)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds one candidate may take")
     parser.add_argument("--max-tokens", type=int, default=512, help="recording: answer length limit per candidate")
+    parser.add_argument("--json-mode", choices=["auto", "object", "schema", "off"], default="off",
+                        help="recording: how JSON is asked for (default off: llama.cpp cannot build a grammar from the candidate "
+                        "schema of larger catalogs; the prompt states the schema either way)")
     parser.add_argument("--json", type=Path, default=None, help="scoring: write the figures to this file")
     args = parser.parse_args(argv)
     if args.stride < 1 or args.candidates < 1 or (args.limit is not None and args.limit < 1):
