@@ -282,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--record", type=Path, help="ask the real model and write its answers to this file")
     mode.add_argument("--answers", type=Path, help="score compiles that replay the answers recorded in this file")
     parser.add_argument("--split", choices=["dev", "held-out", "all"], default="all")
-    parser.add_argument("--stride", type=int, default=40, help="recording: every n-th scenario in name order (default 40)")
+    parser.add_argument("--stride", type=int, default=None, help="recording: every n-th scenario in name order (default 40; 1 with -s)")
     parser.add_argument("--limit", type=int, default=None, help="recording: at most this many scenarios")
     parser.add_argument("-s", "--scenarios", nargs="*", help="recording: these scenarios only")
     parser.add_argument("-c", "--candidates", type=int, default=3, help=f"recording: LLM candidates per scenario (focus codes cycle through {len(FOCUS_CODES)})")
@@ -295,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
                         "schema of larger catalogs; the prompt states the schema either way)")
     parser.add_argument("--json", type=Path, default=None, help="scoring: write the figures to this file")
     args = parser.parse_args(argv)
+    if args.stride is None:
+        args.stride = 1 if args.scenarios else 40
     if args.stride < 1 or args.candidates < 1 or (args.limit is not None and args.limit < 1):
         print("bench_llm_candidates: --stride, --candidates and --limit must be at least 1", file=sys.stderr)
         return 2
