@@ -403,6 +403,9 @@ def test_a_question_about_contacts_beside_only_an_update_tool_plans_the_update()
     # any other tool on offer removes the signal, and a catalog without the update never plans it
     assert "modify_contact" not in ops(compile_generator_only(view("Who are my friends?", ["search_contacts", MODIFY_CONTACT, "search_stock"])))
     assert "modify_contact" not in ops(compile_generator_only(view("Who are my friends?", ["search_contacts"])))
+    # without a look-up the update could only run on a guessed identifier: not planned, and the question is not made insufficient
+    alone = compile_generator_only(view("Who are my friends?", [MODIFY_CONTACT]))
+    assert "modify_contact" not in ops(alone) and not any(f.tool == "modify_contact" for f in alone.minefields)
 
 
 def test_a_person_found_through_the_messages_is_updated_when_only_the_update_is_offered_beside_the_plan() -> None:

@@ -276,12 +276,14 @@ def offered_update(b: PlanBuilder) -> None:
         entity = _UPDATED_THROUGH[intent.subject]
         updater = b.find(("update",), entity)
         lookup = b.find(("read",), entity)
-        if updater is None or updater.name in b.ops or not b.focused_beyond(updater.name, *((lookup.name,) if lookup else ()), limit=0):
+        if updater is None or lookup is None or updater.name in b.ops or not b.focused_beyond(updater.name, lookup.name, limit=0):
             continue
         cue = f"{intent.cue or 'a question'} about {entity} records, {updater.name} offered beside nothing but the plan"
+        missing = len(b.missing)
         plan_intent(b, Intent("update", entity, evidence=0.6, cue=cue))
+        del b.missing[missing:]  # a guessed later turn cannot make the task insufficient
         for g in b.goal_tools:
-            if g != updater.name and b.ops.get(g) is not None and g not in (lookup.name if lookup else "",):
+            if g not in (updater.name, lookup.name) and g in b.ops:
                 b.edge(g, updater.name, 0.6)
         return
 
