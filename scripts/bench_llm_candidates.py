@@ -268,7 +268,8 @@ def replay(args: argparse.Namespace, scenarios: dict[str, Any]) -> int:
     for way, r in results["ways"].items():
         for part, m in r["metrics"].items():
             cells = " ".join(f"{'-' if m[k] is None else format(m[k], '.3f'):>10}" for k, _ in keys)
-            print(f"{way:<10} {part:<9} {m['scenarios']:>4} {cells} {r['refused']:>8} {r['llm_candidates_pruned']:>7}")
+            counts = (r["refused"], r["llm_candidates_pruned"]) if part == "all" else ("", "")  # counted over all scenarios
+            print(f"{way:<10} {part:<9} {m['scenarios']:>4} {cells} {counts[0]:>8} {counts[1]:>7}")
     if rec.misses:
         print(f"note: {rec.misses} prompt(s) had no recorded answer (recorded with another package version?)")
     if args.json:
