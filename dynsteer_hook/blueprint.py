@@ -40,6 +40,17 @@ class StatePredicate(_Frozen):
     )
 
 
+class MilestoneEvidence(_Frozen):
+    """Why a compiler included a milestone: one piece of the public view or one rule behind it."""
+
+    kind: Literal["instruction", "schema", "data_flow", "rule", "consensus"] = Field(
+        description="instruction: the user's words; schema: what a tool's schema says it does; data_flow: a required "
+        "argument another operation supplies; rule: the generator rule that added it and its evidence; consensus: the "
+        "candidates that proposed it."
+    )
+    detail: str = Field(min_length=1, max_length=2000, description="The words, field, flow or rule, stated plainly.")
+
+
 class Milestone(_Frozen):
     """A necessary operation: canonical tool operation (tool, role) plus its predicates."""
 
@@ -56,6 +67,9 @@ class Milestone(_Frozen):
     args: tuple[ArgPredicate, ...] = Field(default=(), description="Argument predicates a settling call satisfies.")
     state: StatePredicate | None = Field(default=None, description="Optional database-change predicate.")
     description: str = Field(default="", description="The stage goal in words.")
+    evidence: tuple[MilestoneEvidence, ...] = Field(
+        default=(), description="What made the compiler include this milestone (read by 'dynsteer explain')."
+    )
 
     @property
     def operation(self) -> tuple[str, str]:
@@ -211,3 +225,36 @@ def blueprint_json_schema() -> dict[str, Any]:
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "DynSTEER milestone blueprint"
     return schema
+
+
+def explain_blueprint(bp: Blueprint) -> str:
+    """A plain-text account of every milestone, its order and the evidence that put it in the blueprint."""
+    lines = [f"blueprint {bp.task or '(no task name)'}: {len(bp.milestones)} milestones, {len(bp.edges)} edges, "
+             f"{len(bp.bindings)} bindings, {len(bp.minefields)} minefields"]
+    p = bp.provenance
+    if p is not None:
+        lines.append(f"compiled by {', '.join(p.generators) or 'unknown'}; models {', '.join(p.models) or 'none'}; "
+                     f"{p.valid_candidates} of {p.candidates} candidates valid, majority {p.support_threshold}")
+    preds = {m.id: sorted(e.source for e in bp.edges if e.target == m.id) for m in bp.milestones}
+    for i, m in enumerate(bp.milestones, 1):
+        lines.append("")
+        lines.append(f"{i}. {m.id}  ({m.tool}, role {m.role})")
+        if m.description:
+            lines.append(f"   goal: {m.description}")
+        for a in m.args:
+            lines.append(f"   argument: {a.arg} {a.op} {json.dumps(a.value, ensure_ascii=False)}")
+        if m.state is not None:
+            lines.append(f"   database: {m.state.change} in {m.state.namespace}")
+        if preds[m.id]:
+            lines.append(f"   after: {', '.join(preds[m.id])}")
+        if not m.evidence:
+            lines.append("   evidence: none recorded (written by hand or compiled before evidence was kept)")
+        for e in m.evidence:
+            lines.append(f"   evidence [{e.kind}] {e.detail}")
+    for b in bp.bindings:
+        lines.append(f"\nbinding {b.name}: {b.consumer}.{b.arg} carries {b.producer}'s result{f' at {b.path}' if b.path else ''}")
+    for f in bp.minefields:
+        lines.append(f"\nminefield {f.id} ({'fatal' if f.fatal else 'warning'}): {f.tool}"
+                     + (f" with {', '.join(f'{a.arg} {a.op} {json.dumps(a.value, ensure_ascii=False)}' for a in f.args)}" if f.args else "")
+                     + (f"; {f.reason}" if f.reason else ""))
+    return "\n".join(lines)

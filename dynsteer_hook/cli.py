@@ -112,6 +112,14 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_explain(args: argparse.Namespace) -> int:
+    from dynsteer_hook.blueprint import explain_blueprint
+    from dynsteer_hook.storage import load_blueprint
+
+    print(explain_blueprint(load_blueprint(args.blueprint)))
+    return 0
+
+
 def _cmd_schema(args: argparse.Namespace) -> int:
     if args.which == "blueprint":
         from dynsteer_hook.blueprint import blueprint_json_schema
@@ -146,6 +154,10 @@ def build_parser() -> argparse.ArgumentParser:
     va = sub.add_parser("validate", help="check a blueprint's contracts against its own tool catalog")
     va.add_argument("blueprint", type=Path)
     va.set_defaults(func=_cmd_validate)
+
+    ex = sub.add_parser("explain", help="print every milestone of a blueprint with the evidence that put it there")
+    ex.add_argument("blueprint", type=Path)
+    ex.set_defaults(func=_cmd_explain)
 
     sc = sub.add_parser("schema", help="print a JSON Schema")
     sc.add_argument("which", choices=["blueprint", "events", "report"])

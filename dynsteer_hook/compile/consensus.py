@@ -27,6 +27,7 @@ from dynsteer_hook.blueprint import (
     Blueprint,
     Edge,
     Milestone,
+    MilestoneEvidence,
     Minefield,
     Provenance,
     PrunedCandidate,
@@ -159,8 +160,18 @@ def _majority_state(states: list[StatePredicate | None]) -> StatePredicate | Non
     return None
 
 
+def _merged_evidence(ms: list[Milestone], proposers: list[str], c_valid: int, need: int) -> tuple[MilestoneEvidence, ...]:
+    """Every reason a supporting candidate gave (sorted, each once), then who proposed the node."""
+    order = {"instruction": 0, "schema": 1, "data_flow": 2, "rule": 3}
+    reasons = sorted({(e.kind, e.detail) for m in ms for e in m.evidence if e.kind != "consensus"}, key=lambda r: (order.get(r[0], 9), r))
+    by_source = Counter(proposers)
+    who = ", ".join(f"{src} ({n})" for src, n in sorted(by_source.items()))
+    support = MilestoneEvidence(kind="consensus", detail=f"proposed by {len(ms)} of {c_valid} valid candidates (majority {need}): {who}"[:2000])
+    return (*(MilestoneEvidence(kind=k, detail=d) for k, d in reasons), support)
+
+
 def _merge_milestones(
-    admitted: list[NodeKey], members: dict[NodeKey, list[Milestone]]
+    admitted: list[NodeKey], members: dict[NodeKey, list[Milestone]], proposers: dict[NodeKey, list[str]], c_valid: int, need: int,
 ) -> dict[NodeKey, Milestone]:
     merged: dict[NodeKey, Milestone] = {}
     for key in admitted:
@@ -172,6 +183,7 @@ def _merge_milestones(
             args=_majority_predicates([m.args for m in ms]),
             state=_majority_state([m.state for m in ms]),
             description=_most_common_text([m.description for m in ms if m.description]),
+            evidence=_merged_evidence(ms, proposers[key], c_valid, need),
         )
     return merged
 
@@ -244,12 +256,15 @@ def build_consensus(
     need = support_threshold(len(valid))
 
     members: dict[NodeKey, list[Milestone]] = defaultdict(list)
+    proposers: dict[NodeKey, list[str]] = defaultdict(list)
+    source = {c.name: c.model if c.model and c.model != "none" else (c.generator or "candidate") for c in candidates}
     keymaps: list[tuple[Blueprint, dict[str, NodeKey]]] = []
-    for _, bp in valid:
+    for name, bp in valid:
         keys = _node_keys(bp)
         keymaps.append((bp, keys))
         for m in bp.milestones:
             members[keys[m.id]].append(m)
+            proposers[keys[m.id]].append(source[name])
     support = {k: len(v) for k, v in members.items()}
     admitted = sorted(k for k, s in support.items() if s >= need)
     if not admitted:  # the merged graph would ask nothing of the agent (the non-empty contract)
@@ -258,7 +273,7 @@ def build_consensus(
             "blueprint would ask nothing of the agent; sample more candidates or add the deterministic generator"
         )
     admitted_set = set(admitted)
-    merged = _merge_milestones(admitted, members)
+    merged = _merge_milestones(admitted, members, proposers, len(valid), need)
 
     # Precedence over transitive closures (u < v when u is an ancestor of v), restricted to admitted nodes.
     edge_support: Counter[tuple[NodeKey, NodeKey]] = Counter()

@@ -64,6 +64,9 @@ def add_run_parser(sub: Any) -> None:
     be.add_argument("--blueprints", type=Path, default=None, help="score stored blueprints <scenario>.json instead of compiling")
     be.add_argument("-s", "--scenarios", nargs="*", help="names of scenarios to score (default: all)")
     be.add_argument("-n", "--candidates", type=int, default=5, help="candidates per scenario for the deterministic generator")
+    be.add_argument("--split", choices=["dev", "held-out", "all"], default="all",
+                    help="score the development part, the held-out part (base scenarios chosen by a fixed hash of the name) or all; "
+                    "every metric is reported per part")
     be.add_argument("--ged-timeout", type=float, default=2.0, help="seconds allowed per graph-edit-distance computation")
     be.add_argument("-o", "--out", type=Path, default=Path("blueprint_eval"), help="directory for blueprint_eval.csv and .json")
     be.add_argument("--preferred_tool_backend", default="DEFAULT")
@@ -247,7 +250,14 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
     from dynsteer_hook.outputs import check_output_dir, create_dir, reason
-    from dynsteer_hook.toolsandbox.blueprint_eval import evaluate_scenarios, render_table, summarize_by_category, write_outputs
+    from dynsteer_hook.toolsandbox.blueprint_eval import (
+        ALL,
+        evaluate_scenarios,
+        render_split_lines,
+        render_table,
+        summarize_by_split,
+        write_outputs,
+    )
     from dynsteer_hook.toolsandbox.runner import load_scenarios
 
     if args.candidates < 1:
@@ -261,10 +271,15 @@ def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
         raise DynsteerError(f"unknown scenario name(s) {unknown[:5]}; list them with 'dynsteer scenarios'")
     scores = evaluate_scenarios(
         scenarios, args.scenarios or None, blueprint_dir=args.blueprints, candidates=args.candidates, ged_timeout=args.ged_timeout,
+        split=args.split,
     )
-    summary = summarize_by_category(scores)
+    if not scores:
+        raise DynsteerError(f"no scenario of the split {args.split!r} was selected; pick other -s names or another --split")
+    by_split = summarize_by_split(scores)
+    summary = by_split["all"]
     print(render_table(summary))
-    overall = summary["ALL_CATEGORIES"]
+    print(f"\nper split (tool operations exclude @agent_message; ask-or-decline is scored on its own):\n{render_split_lines(by_split)}")
+    overall = summary[ALL]
     if overall.get("compile_ms_median") is not None:
         print(f"\ncompile time per scenario (no LLM): median {overall['compile_ms_median']:.2f} ms, "
               f"p99 {overall['compile_ms_p99']:.2f} ms, max {overall['compile_ms_max']:.2f} ms")
@@ -274,9 +289,10 @@ def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
     settings = {
         "source": str(args.blueprints) if args.blueprints else "deterministic generator (compiled now)",
         "candidates": args.candidates, "ged_timeout_s": args.ged_timeout, "scenarios": len(scores), "stale_blueprints": stale,
+        "split": args.split,
     }
     try:
-        csv_path, json_path = write_outputs(create_dir(args.out, "-o/--out"), summary, scores, settings)
+        csv_path, json_path = write_outputs(create_dir(args.out, "-o/--out"), by_split, scores, settings)
     except OSError as exc:
         raise OutputError(f"the results cannot be written to {args.out} ({reason(exc)}); free some space or pass another -o/--out") from None
     print(f"wrote {csv_path} and {json_path}")

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
+from dynsteer_hook.toolsandbox.split import base_scenario_name
 
 from tool_sandbox.common.evaluation import Milestone as TSMilestone
 from tool_sandbox.common.evaluation import SnapshotConstraint, guardrail_similarity
@@ -76,16 +77,6 @@ _STATE_TOOLS = {
 
 _USER_ONLY_TOOLS = frozenset({"end_conversation"})
 
-# Name suffixes of the seven augmented variants, longest first.
-VARIANT_SUFFIXES = (
-    "_3_distraction_tools_tool_description_scrambled",
-    "_3_distraction_tools_arg_description_scrambled",
-    "_3_distraction_tools_tool_name_scrambled",
-    "_3_distraction_tools_arg_type_scrambled",
-    "_10_distraction_tools",
-    "_3_distraction_tools",
-    "_all_tools",
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,14 +107,6 @@ class ReferenceGraph:
     def canonical_name(self, tool: str) -> str:
         """The execution-facing name of an agent-facing tool name (itself when unknown)."""
         return self.canonical.get(tool, tool)
-
-
-def base_scenario_name(name: str) -> str:
-    """The name of the variant without distraction tools that ``name`` was derived from."""
-    for suffix in VARIANT_SUFFIXES:
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
 
 
 def _function_name(constraint: SnapshotConstraint) -> str:

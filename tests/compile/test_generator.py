@@ -335,3 +335,69 @@ ALL_TOOLS = list(TOOLS)
 def test_phrasings_outside_toolsandbox_are_read_too(instruction: str, expected: set[str]) -> None:
     """The rules read intents, not memorised sentences: new phrasings over the full catalog plan sensibly."""
     assert ops(compile_generator_only(view(instruction, ALL_TOOLS))) - {AGENT_MESSAGE_TOOL} == expected
+
+
+def _tool(name: str, description: str, props: dict[str, str], required: list[str]) -> ToolSpec:
+    return ToolSpec(name=name, description=description, parameters={
+        "type": "object", "required": required, "properties": {k: {"type": t, "description": k.replace("_", " ")} for k, t in props.items()}})
+
+
+ADD_REMINDER = _tool("add_reminder", "Add a reminder",
+                     {"content": "string", "reminder_timestamp": "number", "latitude": "number", "longitude": "number"}, ["content", "reminder_timestamp"])
+TO_TIMESTAMP = _tool("datetime_info_to_timestamp", "Convert date time information to POSIX timestamp",
+                     {"year": "integer", "month": "integer", "day": "integer", "hour": "integer", "minute": "integer", "second": "integer"},
+                     ["year", "month", "day", "hour", "minute", "second"])
+MODIFY_CONTACT = _tool("modify_contact", "Modify a contact entry with new information provided",
+                       {"person_id": "string", "name": "string", "phone_number": "string", "relationship": "string"}, ["person_id"])
+SEARCH_MESSAGES = _tool("search_messages", "Search for a message based on provided arguments",
+                        {"message_id": "string", "sender_person_id": "string", "content": "string",
+                         "creation_timestamp_lowerbound": "number", "creation_timestamp_upperbound": "number"}, [])
+BROAD = ["search_stock", "unit_conversion", "search_holiday", "timestamp_diff", "search_lat_lon", "get_current_location", "search_contacts",
+         "remove_contact"]
+
+
+@pytest.mark.parametrize(("instruction", "clock"), [
+    ("What does my most recent message say?", False),  # an order among the messages: their timestamps tell it
+    ("What does my latest text say?", False),
+    ("What did the message I got yesterday say?", True),  # a time stated against now
+])
+def test_a_message_search_reads_the_clock_only_for_a_time_relative_to_now(instruction: str, clock: bool) -> None:
+    bp = compile_generator_only(view(instruction, [SEARCH_MESSAGES, "get_current_timestamp"]))
+    assert "search_messages" in ops(bp)
+    assert ("get_current_timestamp" in ops(bp)) is clock
+
+
+@pytest.mark.parametrize(("tools", "expected"), [
+    ([ADD_REMINDER, TO_TIMESTAMP], {"datetime_info_to_timestamp"}),  # the one way a small catalog offers
+    ([ADD_REMINDER, "get_current_timestamp"], {"get_current_timestamp"}),  # the clock alone stays the guess
+    ([ADD_REMINDER, TO_TIMESTAMP, "get_current_timestamp"], {"get_current_timestamp"}),  # curated catalog: the clock
+    ([ADD_REMINDER, TO_TIMESTAMP, "get_current_timestamp", *BROAD], set()),  # broad catalog: neither is required
+])
+def test_a_reminder_whose_time_comes_later_requires_a_timestamp_source_only_when_the_catalog_tells(
+        tools: list[str | ToolSpec], expected: set[str]) -> None:
+    bp = compile_generator_only(view("Remind me to buy chocolate milk", tools))
+    assert ops(bp) & {"datetime_info_to_timestamp", "get_current_timestamp"} == expected
+    assert "add_reminder" in ops(bp)
+    if "datetime_info_to_timestamp" in expected:  # its result is the reminder's timestamp
+        assert ("datetime_info_to_timestamp", "add_reminder") in order(bp)
+
+
+def test_a_question_about_contacts_beside_only_an_update_tool_plans_the_update() -> None:
+    """'Who are my friends?' with nothing on offer but the look-up and the update: the update comes in a later turn."""
+    bp = compile_generator_only(view("Who are my friends?", ["search_contacts", MODIFY_CONTACT]))
+    assert {"search_contacts", "modify_contact"} <= ops(bp)
+    assert ("search_contacts", "modify_contact") in order(bp)
+    update = next(m for m in bp.milestones if m.tool == "modify_contact")
+    assert any("offered beside nothing but the plan" in e.detail for e in update.evidence)
+    # any other tool on offer removes the signal, and a catalog without the update never plans it
+    assert "modify_contact" not in ops(compile_generator_only(view("Who are my friends?", ["search_contacts", MODIFY_CONTACT, "search_stock"])))
+    assert "modify_contact" not in ops(compile_generator_only(view("Who are my friends?", ["search_contacts"])))
+    # without a look-up the update could only run on a guessed identifier: not planned, and the question is not made insufficient
+    alone = compile_generator_only(view("Who are my friends?", [MODIFY_CONTACT]))
+    assert "modify_contact" not in ops(alone) and not any(f.tool == "modify_contact" for f in alone.minefields)
+
+
+def test_a_person_found_through_the_messages_is_updated_when_only_the_update_is_offered_beside_the_plan() -> None:
+    bp = compile_generator_only(view("Who did I talk to last", [SEARCH_MESSAGES, "get_current_timestamp", "search_contacts", MODIFY_CONTACT]))
+    assert {"search_messages", "search_contacts", "modify_contact"} <= ops(bp)
+    assert ("search_contacts", "modify_contact") in order(bp)

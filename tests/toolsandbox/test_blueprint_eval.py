@@ -23,6 +23,7 @@ from dynsteer_hook.toolsandbox.blueprint_eval import (
     score_scenario,
     summarize,
     summarize_by_category,
+    summarize_by_split,
 )
 from dynsteer_hook.toolsandbox.reference import ReferenceGraph, reference_graphs
 
@@ -89,14 +90,15 @@ def test_operations_are_compared_as_multisets(refs: dict[str, ReferenceGraph]) -
     ref = refs[A]
     bp = Blueprint(milestones=(Milestone(id="x", tool="set_cellular_service_status"), Milestone(id="y", tool="set_cellular_service_status")))
     s = score_scenario(bp, ref)
-    assert (s.ops.tp, s.ops.fp, s.ops.fn) == (1, 1, 1)  # the message is missing
+    assert (s.ops.tp, s.ops.fp, s.ops.fn) == (1, 1, 0)
+    assert (s.ops_all.tp, s.ops_all.fp, s.ops_all.fn) == (1, 1, 1)  # the message is missing
 
 
 def test_macro_averages_over_tool_classes_pooling_variants(refs: dict[str, ReferenceGraph]) -> None:
     """Scrambled names of one tool fall into the class of its execution-facing name."""
     scores = [score_scenario(as_blueprint(refs[n]), refs[n]) for n in (B, E)]
     classes = set().union(*(s.ops_by_class for s in scores))
-    assert classes == {"set_cellular_service_status", "search_contacts", "send_message_with_phone_number", AGENT_MESSAGE_TOOL}
+    assert classes == {"set_cellular_service_status", "search_contacts", "send_message_with_phone_number"}
     row = summarize(scores)
     assert row["op_macro_f1"] == row["op_micro_f1"] == 1.0
 
@@ -128,6 +130,41 @@ def test_cli_prints_the_table_and_writes_csv_and_json(scenarios: dict[str, Any],
     assert {s["name"] for s in data["scenarios"]} == {A, B, D, E}
 
 
+def test_cli_reports_every_metric_per_split_and_scores_one_part(scenarios: dict[str, Any], tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """--split held-out scores only held-out scenarios; the JSON and CSV carry the metrics of each part scored."""
+    monkeypatch.setattr(runner, "load_scenarios", lambda names, backend="DEFAULT": scenarios if names is None else {n: scenarios[n] for n in names})
+    assert cli_main(["blueprint-eval", "-s", A, B, D, E, "-o", str(tmp_path / "all")]) == 0
+    out = capsys.readouterr().out
+    assert "held-out  n=3" in out and "dev       n=1" in out and "all       n=4" in out
+    data = json.loads((tmp_path / "all" / "blueprint_eval.json").read_text())
+    assert set(data["metrics_by_split"]) == {"dev", "held-out", "all"}
+    assert {s["name"]: s["split"] for s in data["scenarios"]} == {A: "held-out", B: "held-out", D: "dev", E: "held-out"}
+    dev = data["metrics_by_split"]["dev"][ALL]
+    # D is insufficient: its blueprint asks or declines, and asks nothing else
+    assert (dev["ask_tp"], dev["ask_fp"], dev["ask_fn"], dev["op_tp"], dev["op_fp"]) == (1, 0, 0, 0, 0)
+    rows = list(csv.DictReader((tmp_path / "all" / "blueprint_eval.csv").open()))
+    assert {(r["split"], r["group"]) for r in rows} >= {("all", ALL), ("dev", ALL), ("held-out", ALL)}
+
+    assert cli_main(["blueprint-eval", "-s", A, B, D, E, "--split", "held-out", "-o", str(tmp_path / "held")]) == 0
+    data = json.loads((tmp_path / "held" / "blueprint_eval.json").read_text())
+    assert {s["name"] for s in data["scenarios"]} == {A, B, E}
+    assert set(data["metrics_by_split"]) == {"held-out", "all"} and data["settings"]["split"] == "held-out"
+    capsys.readouterr()
+    assert cli_main(["blueprint-eval", "-s", A, "--split", "dev", "-o", str(tmp_path / "none")]) == 2
+    assert "no scenario of the split 'dev' was selected" in capsys.readouterr().err
+
+
+def test_messages_are_not_tool_operations(refs: dict[str, ReferenceGraph]) -> None:
+    """A message to the user is left out of tool-operation F1 on both sides and counted in op_all."""
+    ref = refs[B]
+    bp = as_blueprint(ref)
+    extra = bp.model_copy(update={"milestones": (*bp.milestones, Milestone(id="msg2", tool=AGENT_MESSAGE_TOOL))})
+    s = score_scenario(extra, ref)
+    assert s.ops.fp == 0 and s.ops_all.fp == 1
+    assert AGENT_MESSAGE_TOOL not in {t for t in s.ops_by_class}
+
+
 def test_cli_rejects_unknown_scenario_names(scenarios: dict[str, Any], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(runner, "load_scenarios", lambda names, backend="DEFAULT": scenarios)
     code = cli_main(["blueprint-eval", "-s", "no_such_scenario"])
@@ -150,23 +187,24 @@ def test_cli_rejects_a_missing_blueprint_directory(tmp_path: Path, capsys: pytes
 
 @pytest.mark.slow
 def test_deterministic_generator_meets_the_table_2_goals(scenarios: dict[str, Any]) -> None:
-    """Over all 1032 scenarios: fatal-minefield F1 >= 0.867, every DAG valid, compile <= 50 ms; operation micro-F1 >= 0.86
-    over the scenarios whose expert reference names an operation.
+    """Over all 1032 scenarios, judged on the held-out part the rules were not written against: tool-operation
+    micro-F1 >= 0.90, fatal-minefield F1 >= 0.95, every DAG valid, and the development part no more than 0.03 above
+    it; compile <= 50 ms median.
 
-    The references of 208 insufficient-information scenarios name no operation at all (ToolSandbox
-    checks those by minefields alone), while their blueprints must ask for the message that asks
-    or declines; that message is one false positive per scenario, so it is checked on its own here
-    and the all-scenario figure (lower by it) is the one the README reports.
+    The references of 208 insufficient-information scenarios name no operation at all (ToolSandbox checks those by
+    minefields alone); their blueprints ask only for the message that asks or declines, which is scored on its own
+    (ask-or-decline F1) and adds nothing to tool-operation F1.
     """
     scores = evaluate_scenarios(scenarios, ged_timeout=0.5)
-    overall = summarize(scores)
-    assert overall["scenarios"] == 1032
-    assert overall["fatal_f1"] >= 0.867
+    by_split = summarize_by_split(scores)
+    overall, dev, held = by_split["all"][ALL], by_split["dev"][ALL], by_split["held-out"][ALL]
+    assert overall["scenarios"] == 1032 and dev["scenarios"] + held["scenarios"] == 1032
+    assert held["op_micro_f1"] >= 0.90
+    assert dev["op_micro_f1"] - held["op_micro_f1"] <= 0.03
+    assert held["fatal_f1"] >= 0.95 and overall["fatal_f1"] >= 0.95
     assert overall["valid_dag_rate"] == 1.0
     assert overall["compile_ms_median"] <= 50
-    named = [s for s in scores if s.reference]
-    assert summarize(named)["op_micro_f1"] >= 0.86
     unnamed = [s for s in scores if not s.reference]
     assert len(unnamed) == 208 and all("INSUFFICIENT_INFORMATION" in s.categories for s in unnamed)
-    assert all(s.predicted == [AGENT_MESSAGE_TOOL] and s.mines.fn == 0 for s in unnamed)
-    assert overall["op_fp"] == summarize(named)["op_fp"] + len(unnamed)
+    assert all(s.predicted == [AGENT_MESSAGE_TOOL] and s.mines.fn == 0 and s.ops.fp == 0 for s in unnamed)
+    assert overall["ask_recall"] >= 0.95 and overall["ask_precision"] >= 0.95

@@ -24,13 +24,13 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from dynsteer_hook.blueprint import Binding, Blueprint, Edge, Milestone, Minefield
+from dynsteer_hook.blueprint import Binding, Blueprint, Edge, Milestone, MilestoneEvidence, Minefield
 from dynsteer_hook.compile.consensus import Candidate
-from dynsteer_hook.compile.generator.necessity_plan import Plan
+from dynsteer_hook.compile.generator.necessity_plan import Plan, PlanOp
 from dynsteer_hook.compile.generator.planner import plan_task
 from dynsteer_hook.task_view import TaskView
 
-GENERATOR = "dynsteer-rules@2"
+GENERATOR = "dynsteer-rules@3"
 """Generator name recorded in blueprint provenance; bump the version when the rules change, so
 that ``scripts/build_blueprints.py`` recompiles stored blueprints."""
 
@@ -65,6 +65,13 @@ def _mid(tool: str) -> str:
     return _SLUG.sub("_", tool)[:200]
 
 
+def _evidence(op: PlanOp) -> tuple[MilestoneEvidence, ...]:
+    """The plan's reasons for an operation, and how sure the plan is of it."""
+    items = [MilestoneEvidence(kind=k, detail=d[:2000]) for k, d in op.why if d]
+    items.append(MilestoneEvidence(kind="rule", detail=f"plan evidence {op.evidence:.2f}" + ("" if op.core else " (speculative prerequisite)")))
+    return tuple(items)
+
+
 def candidate_blueprint(view: TaskView, plan: Plan, focus: Focus) -> Blueprint:
     """The candidate graph one focus code draws from a plan."""
 
@@ -84,7 +91,7 @@ def candidate_blueprint(view: TaskView, plan: Plan, focus: Focus) -> Blueprint:
     mines = [m for m in plan.minefields if m.evidence >= focus.mine_threshold]
     return Blueprint(
         task=view.task,
-        milestones=tuple(Milestone(id=_mid(o.tool), tool=o.tool, args=o.args, description=o.description) for o in kept),
+        milestones=tuple(Milestone(id=_mid(o.tool), tool=o.tool, args=o.args, description=o.description, evidence=_evidence(o)) for o in kept),
         edges=tuple(Edge(source=_mid(u), target=_mid(v)) for u, v in edges),
         bindings=tuple(
             Binding(name=f"{_mid(b.producer)}->{_mid(b.consumer)}.{b.arg}", producer=_mid(b.producer), consumer=_mid(b.consumer), arg=b.arg, path=b.path)

@@ -23,13 +23,15 @@ def _verify_lookup(b: PlanBuilder, entity: str, consumer: ToolProfile) -> None:
     """Hierarchical focus: look an entity up before acting on it even when its identifier is given."""
     lookup = b.find(("read",), entity)
     if lookup is not None:
-        b.add(lookup.name, 0.3, f"check the {entity} before acting on it", focus="hierarchical")
+        b.add(lookup.name, 0.3, f"check the {entity} before acting on it", focus="hierarchical",
+              why=(("rule", f"hierarchical focus: look the {entity} up before {consumer.name} even though its identifier is given"),))
         b.edge(lookup.name, consumer.name, 0.3, focus="hierarchical")
 
 
 def _recency_clock(b: PlanBuilder, reader: ToolProfile, evidence: float) -> None:
     """Recency (latest, upcoming, yesterday) is judged against the current time; reading it first is natural, not forced."""
-    if b.need_now(None, reader.name, required=evidence >= 0.8, evidence=evidence):
+    if b.need_now(None, reader.name, required=evidence >= 0.8, evidence=evidence,
+                  because=f"'{b.reading.cue('recency') or b.reading.cue('relative_time')}' is judged against the current time"):
         clock = b.find(("read",), "now")
         if clock is not None:
             b.edge(clock.name, reader.name, 0.35, focus="reordered")
@@ -70,7 +72,8 @@ def change_contact(b: PlanBuilder, intent: Intent) -> None:
     b.goal_tool(intent, (intent.action,), f"{'remove' if intent.action == 'delete' else 'update'} the contact", preds)
     if b.reading.via_message:  # "the last person I texted": the person is found through the messages
         b.need_record("message", tool, None, tool.name)
-        b.need_now(None, tool.name, required=False, evidence=0.55 if b.reading.recency else 0.3)
+        b.need_now(None, tool.name, required=False, evidence=0.55 if b.reading.recency else 0.3,
+                   because=f"'{b.reading.cue('recency')}' of the messages" if b.reading.recency else "")
     if id_arg is not None and not preds:
         b.need_record("contact", tool, id_arg, tool.name)
     elif preds:
@@ -84,7 +87,7 @@ def send_message(b: PlanBuilder, intent: Intent) -> None:
         b.absent.append(intent)
         return
     preds = b.phone_pred(tool) + b.contains(tool, ("text",), ("content", "message", "body", "text"), distinctive_word(b.reading.quoted))
-    b.add(tool.name, intent.evidence, "send the message", preds)
+    b.add(tool.name, intent.evidence, "send the message", preds, why=b.intent_why(intent, tool))
     b.goal_tools.append(tool.name)
     phones = [a for a in tool.args_of("phone") if a.required]
     if phones and not b.reading.phones:
@@ -94,8 +97,12 @@ def send_message(b: PlanBuilder, intent: Intent) -> None:
 
 
 def read_message(b: PlanBuilder, intent: Intent) -> None:
+    """Find a message; the clock only when its time is stated against now ('yesterday', 'today'). An order among the
+    messages themselves ('my latest text') is read from their timestamps, so it needs no clock. The person the user
+    last talked to ('who did I talk to last') keeps the clock as a weak guess: the conversation may go on to bound the
+    search in time."""
     tool = b.goal_tool(intent, ("read",), "find the message")
-    if tool is not None and b.reading.recency:
+    if tool is not None and (b.reading.relative_time or (b.reading.via_message and b.reading.recency)):
         _recency_clock(b, tool, 0.55)
 
 
@@ -111,14 +118,40 @@ def create_reminder(b: PlanBuilder, intent: Intent) -> None:
     if r.absolute_date:
         converter = b.find(("compute",), "to_timestamp")
         if converter is not None:
-            b.add(converter.name, NEEDED, "turn the date into a timestamp")
+            b.add(converter.name, NEEDED, "turn the date into a timestamp", why=(
+                ("instruction", f"'{r.cue('absolute_date')}'"), ("data_flow", f"{tool.name} takes a timestamp; {converter.name} turns a date into one")))
             b.edge(converter.name, tool.name)
     elif r.relative_time or r.recency:
-        b.need_now(tool, tool.name, required=True, evidence=NEEDED)
+        b.need_now(tool, tool.name, required=True, evidence=NEEDED, because=f"'{r.cue('relative_time') or r.cue('recency')}'")
     else:
-        b.need_now(None, tool.name, required=False, evidence=0.55)
+        _untold_time(b, tool)
     if r.place and tool.args_of("coord"):
         b.need_place(tool, tool.name, evidence=0.8)
+
+
+def _untold_time(b: PlanBuilder, reminder: ToolProfile) -> None:
+    """No time in the request yet (the user gives it in a later turn): how it becomes a timestamp is unknown.
+
+    * Only the clock offered: the time is likely relative to now, a weak guess as before (0.55).
+    * Only a date converter offered, in a small catalog: it is offered for a reason, so it is planned.
+    * Both offered: the clock stays the guess in a curated catalog, but in a broad one (more than six tools beyond the
+      plan: ten distraction tools, or everything) neither is required, since a wrong requirement would never settle for
+      an agent that took the other way.
+    """
+    clock, converter = b.find(("read",), "now"), b.find(("compute",), "to_timestamp")
+    told = ("instruction", "no date or time in the request: the user gives it later")
+    if converter is not None and clock is None:
+        if b.focused_beyond(converter.name):
+            b.add(converter.name, 0.6, "turn the date into a timestamp", why=(
+                told, ("schema", f"{converter.name} is the one way to a timestamp that the small catalog offers")))
+            b.edge(converter.name, reminder.name, 0.6)
+        return
+    if clock is None:
+        return
+    broad = converter is not None and not b.focused_beyond(clock.name, converter.name, limit=6)
+    b.need_now(None, reminder.name, required=False, evidence=0.45 if broad else 0.55,
+               because="no date in the request: it may be given relative to now"
+               + ("; a broad catalog offers a date converter as well" if broad else ""))
 
 
 def change_reminder(b: PlanBuilder, intent: Intent) -> None:
@@ -135,10 +168,11 @@ def change_reminder(b: PlanBuilder, intent: Intent) -> None:
         b.need_record("reminder", tool, id_arg, tool.name)
     elif preds:
         _verify_lookup(b, "reminder", tool)
+    words = f"'{b.reading.cue('relative_time') or b.reading.cue('recency')}'"
     if intent.action == "update" and b.reading.relative_time:
-        b.need_now(tool, tool.name, required=True, evidence=NEEDED)
+        b.need_now(tool, tool.name, required=True, evidence=NEEDED, because=words)
     elif b.reading.recency or b.reading.relative_time:
-        b.need_now(None, tool.name, required=True, evidence=0.8)
+        b.need_now(None, tool.name, required=True, evidence=0.8, because=words)
 
 
 def read_reminder(b: PlanBuilder, intent: Intent) -> None:
@@ -158,13 +192,14 @@ def time_until(b: PlanBuilder, intent: Intent) -> None:
     tool = b.goal_tool(intent, ("compute",), "count the time until the date")
     if tool is None:
         return
-    b.need_now(tool, tool.name, required=True, evidence=NEEDED)
+    b.need_now(tool, tool.name, required=True, evidence=NEEDED, because=f"{intent.cue}: the time from now")
     if b.reading.holiday:
         holiday = b.find(("read",), "holiday")
         if holiday is None:
             b.lack(tool.name, "no tool finds the holiday's date", NEEDED)
         else:
-            b.add(holiday.name, NEEDED, f"find the date of {b.reading.holiday}")
+            b.add(holiday.name, NEEDED, f"find the date of {b.reading.holiday}", why=(
+                ("instruction", f"'{b.reading.holiday}'"), ("data_flow", f"{tool.name} needs the holiday's date")))
             b.edge(holiday.name, tool.name)
 
 
@@ -222,6 +257,37 @@ def generic(b: PlanBuilder, intent: Intent) -> None:
     b.goal_tool(intent, (intent.action,), f"{intent.action} {intent.subject}")
 
 
+_UPDATED_THROUGH = {"contact": "contact", "message": "contact", "reminder": "reminder"}
+"""The records an update may follow a question about: a contact found directly or through the messages, a reminder."""
+
+
+def offered_update(b: PlanBuilder) -> None:
+    """A question about records, asked where the catalog holds nothing but the plan and a tool that updates them.
+
+    In a conversation over several turns the first message is often only the question ("Who are my friends?"); the change
+    it leads to comes in a later turn. A catalog holding nothing beyond the plan, the update and its look-up offers the
+    update for a reason, so it is planned (with its look-ups, through ``change_contact`` or ``change_reminder``) on
+    moderate evidence, after the question's own operations. Any other tool on offer (distraction tools are chosen among
+    similar ones, so an update tool sits beside most questions about records) removes the signal."""
+    if any(b.profiles[g].mutates for g in b.goal_tools if g in b.profiles):
+        return
+    asked = [i for i in b.reading.intents if i.action == "read" and i.subject in _UPDATED_THROUGH]
+    for intent in asked:
+        entity = _UPDATED_THROUGH[intent.subject]
+        updater = b.find(("update",), entity)
+        lookup = b.find(("read",), entity)
+        if updater is None or lookup is None or updater.name in b.ops or not b.focused_beyond(updater.name, lookup.name, limit=0):
+            continue
+        cue = f"{intent.cue or 'a question'} about {entity} records, {updater.name} offered beside nothing but the plan"
+        missing = len(b.missing)
+        plan_intent(b, Intent("update", entity, evidence=0.6, cue=cue))
+        del b.missing[missing:]  # a guessed later turn cannot make the task insufficient
+        for g in b.goal_tools:
+            if g not in (updater.name, lookup.name) and g in b.ops:
+                b.edge(g, updater.name, 0.6)
+        return
+
+
 GOALS: dict[tuple[str, str], GoalRule] = {
     ("toggle", "wifi"): toggle, ("toggle", "cellular"): toggle, ("toggle", "location_service"): toggle, ("toggle", "low_battery_mode"): toggle,
     ("read", "status"): read_status,
@@ -240,10 +306,13 @@ GOALS: dict[tuple[str, str], GoalRule] = {
 def plan_intent(b: PlanBuilder, intent: Intent) -> None:
     """Plan one intent; what it adds is never surer than the intent itself."""
     before, missing = dict(b.ops), len(b.missing)
-    GOALS.get((intent.action, intent.subject.split(":")[0]), generic)(b, intent)
+    rule = GOALS.get((intent.action, intent.subject.split(":")[0]), generic)
+    b.rule = f"goal rule {rule.__name__}"
+    rule(b, intent)
+    b.rule = ""
     for name, op in list(b.ops.items()):
         old = before.get(name)
         if op.evidence > intent.evidence and (old is None or op.evidence > old.evidence):
-            b.ops[name] = PlanOp(op.tool, max(intent.evidence, old.evidence if old else 0.0), op.description, op.args, op.core, op.focus)
+            b.ops[name] = PlanOp(op.tool, max(intent.evidence, old.evidence if old else 0.0), op.description, op.args, op.core, op.focus, op.why)
     if intent.evidence < 0.5:  # a guess at what the user wants cannot make the task insufficient
         del b.missing[missing:]

@@ -27,6 +27,7 @@ class Intent:
     subject: str
     value: bool | None = None
     evidence: float = 0.9
+    cue: str = ""  # the user's words that gave rise to it
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,11 @@ class Reading:
     holiday: str | None = None
     via_message: bool = False
     resolve_alone: bool = False
+    cues: tuple[tuple[str, str], ...] = ()  # (cue name, the user's words that set it)
+
+    def cue(self, name: str) -> str:
+        """The user's words behind a time, place or other cue ('' when none)."""
+        return next((w for n, w in self.cues if n == name), "")
 
     def has(self, action: str, subject: str) -> bool:
         """Whether some intent is ``action`` on ``subject``."""
@@ -213,6 +219,27 @@ def _world_intents(text: str, r: Reading) -> list[Intent]:
     return out
 
 
+def _matched(pattern: re.Pattern[str] | None, text: str) -> str:
+    m = pattern.search(text) if pattern is not None else None
+    return m.group(0).strip() if m else ""
+
+
+def _intent_cue(intent: Intent, text: str) -> str:
+    """The words of ``text`` that the intent's subject and action rules matched, quoted."""
+    subject = intent.subject.split(":")[-1]
+    subjects: dict[str, re.Pattern[str] | None] = {
+        "reminder": _REMINDER, "message": _MESSAGE, "contact": _CONTACT, "weather": _WEATHER, "holiday": _HOLIDAY,
+        "time_diff": _DAYS_UNTIL, "stock": _STOCK, "currency": _CURRENCY, "unit": _UNITS if _UNITS.search(text) else _CONVERT_UNIT,
+        "distance": _DISTANCE, "address": _ADDRESS if _ADDRESS.search(text) else _HERE, "place": _PLACE_WORD, **_SETTING_WORDS,
+    }
+    actions: dict[str, re.Pattern[str] | None] = {
+        "create": _CREATE, "delete": _DELETE, "update": _UPDATE, "send": _SEND, "toggle": _TOGGLE if _TOGGLE.search(text) else None,
+        "read": _STATUS if intent.subject.startswith("status:") else (_VIA_MESSAGE if subject == "message" else None),
+    }
+    words = [w for w in (_matched(actions.get(intent.action), text), _matched(subjects.get(subject), text)) if w]
+    return " + ".join(f"'{w}'" for w in dict.fromkeys(words))
+
+
 def read_instruction(messages: list[tuple[str, str]]) -> Reading:
     """Read the user's request from (role, content) messages the agent sees before acting."""
     text = " ".join(c.strip() for role, c in messages if role == "user").strip()
@@ -237,5 +264,9 @@ def read_instruction(messages: list[tuple[str, str]]) -> Reading:
         via_message=bool(_VIA_MESSAGE.search(text)),
         resolve_alone=bool(_RESOLVE.search(text)),
     )
+    found = {name: _matched(rx, text) for name, rx in (("recency", _RECENCY), ("relative_time", _RELATIVE), ("absolute_date", _ABSOLUTE),
+                                                       ("here", _HERE), ("via_message", _VIA_MESSAGE), ("resolve_alone", _RESOLVE))}
+    found.update(place=place or "", holiday=cues.holiday or "", reminder_text=cues.reminder_text or "", quoted=cues.quoted or "")
     intents = _setting_intents(text) or _entity_intents(text, cues) + _world_intents(text, cues)
-    return replace(cues, intents=tuple(intents))
+    return replace(cues, intents=tuple(replace(i, cue=_intent_cue(i, text)) for i in intents),
+                   cues=tuple((k, v) for k, v in found.items() if v))

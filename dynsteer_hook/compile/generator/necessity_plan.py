@@ -41,6 +41,7 @@ class PlanOp:
     args: tuple[ArgPredicate, ...] = ()
     core: bool = True  # part of the goal chain (reported to the user), not a speculative prerequisite
     focus: str = ""  # focus code that favours it
+    why: tuple[tuple[str, str], ...] = ()  # (kind, detail): what in the public view, and which rule, put it here
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +107,7 @@ class PlanBuilder:
     absent: list[Intent] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     goal_tools: list[str] = field(default_factory=list)
+    rule: str = ""  # the rule now adding operations, recorded in their ``why``
 
     # -- lookup ----------------------------------------------------------------------
 
@@ -117,13 +119,17 @@ class PlanBuilder:
             hits = [p for p in self.profiles.values() if p.action in ("read", "compute") and p.subject == subject]
         return min(hits, key=lambda p: (p.opaque_name, len(p.args), p.name)) if hits else None
 
-    def add(self, tool: str, evidence: float, description: str, args: tuple[ArgPredicate, ...] = (), *, core: bool = True, focus: str = "") -> None:
-        """Add an operation, or raise the evidence of one already planned."""
+    def add(self, tool: str, evidence: float, description: str, args: tuple[ArgPredicate, ...] = (), *, core: bool = True, focus: str = "",
+            why: tuple[tuple[str, str], ...] = ()) -> None:
+        """Add an operation, or raise the evidence of one already planned; ``why`` and the current rule join its reasons."""
         old = self.ops.get(tool)
+        reasons = tuple(dict.fromkeys((*(old.why if old else ()), *why, *((("rule", f"{self.rule}: {description}"),) if self.rule else ()))))
         if old is None or evidence > old.evidence:
-            self.ops[tool] = PlanOp(tool, evidence, description, args or (old.args if old else ()), core or bool(old and old.core), focus)
+            self.ops[tool] = PlanOp(tool, evidence, description, args or (old.args if old else ()), core or bool(old and old.core), focus, reasons)
         elif core and not old.core:
-            self.ops[tool] = PlanOp(old.tool, old.evidence, old.description, old.args, True, old.focus)
+            self.ops[tool] = PlanOp(old.tool, old.evidence, old.description, old.args, True, old.focus, reasons)
+        else:
+            self.ops[tool] = PlanOp(old.tool, old.evidence, old.description, old.args, old.core, old.focus, reasons)
 
     def edge(self, source: str, target: str, evidence: float = NEEDED, focus: str = "") -> None:
         """Order ``source`` before ``target``."""
@@ -141,6 +147,13 @@ class PlanBuilder:
         """``consumer.arg`` carries the ``column`` value of ``producer``'s result."""
         self.bindings.append(PlanBinding(producer.name, consumer.name, arg.name, column))
 
+    def focused_beyond(self, *names: str, limit: int = 3) -> bool:
+        """Whether the catalog holds at most ``limit`` tools beyond the plan, ``names`` and the device settings:
+        a tool offered in so small a catalog is offered for a reason."""
+        settings = ("status:", "wifi", "cellular", "location_service", "low_battery_mode")
+        extra = [p for p in self.profiles.values() if p.name not in self.ops and p.name not in names and not p.subject.startswith(settings)]
+        return len(extra) <= limit
+
     # -- requirements ------------------------------------------------------------------
 
     def need_record(self, entity: str, consumer: ToolProfile, arg: ArgInfo | None, goal: str, evidence: float = NEEDED) -> bool:
@@ -149,13 +162,23 @@ class PlanBuilder:
         if producer is None:
             self.lack(goal, f"no tool looks up {entity} records for {consumer.name}", evidence)
             return False
-        self.add(producer.name, evidence, f"look up the {entity} {consumer.name} needs")
+        column = self._column_for(producer, arg.name) if arg is not None else None
+        flow = (f"{consumer.name} needs a {entity} record"
+                + (f": its required argument '{arg.name}' is not in the request" if arg is not None else "")
+                + (f" and comes from the '{column}' column of {producer.name}'s result" if column else ""))
+        self.add(producer.name, evidence, f"look up the {entity} {consumer.name} needs",
+                 why=(("data_flow", flow), ("schema", f"{producer.name} looks up {entity} records ({self._schema_words(producer)})")))
         self.edge(producer.name, consumer.name, evidence)
-        if arg is not None:
-            column = self._column_for(producer, arg.name)
-            if column:
-                self.bind(producer, consumer, arg, column)
+        if arg is not None and column:
+            self.bind(producer, consumer, arg, column)
         return True
+
+    @staticmethod
+    def _schema_words(p: ToolProfile) -> str:
+        """What in a tool's schema says what it does."""
+        if p.opaque_name:
+            return f"read from its description and arguments {', '.join(a.name for a in p.args) or 'none'}"
+        return f"its name and description; arguments {', '.join(a.name for a in p.args) or 'none'}"
 
     def _column_for(self, producer: ToolProfile, arg: str) -> str | None:
         table = {"contact": "CONTACT", "message": "MESSAGING", "reminder": "REMINDER"}.get(producer.subject)
@@ -164,14 +187,21 @@ class PlanBuilder:
             return arg
         return next((c for c in columns if c.endswith(arg) or arg.endswith(c)), None)
 
-    def need_now(self, consumer: ToolProfile | None, goal: str, *, required: bool, evidence: float) -> bool:
+    def need_now(self, consumer: ToolProfile | None, goal: str, *, required: bool, evidence: float, because: str = "") -> bool:
         """The current time; ordered before ``consumer`` when a required argument is computed from it."""
         clock = self.find(("read",), "now")
         if clock is None:
             if required:
                 self.lack(goal, "the current time cannot be read with these tools", evidence)
             return not required
-        self.add(clock.name, evidence, "read the current time")
+        why: list[tuple[str, str]] = []
+        if because:
+            why.append(("instruction", because))
+        if consumer is not None and required:
+            why.append(("data_flow", f"a time argument of {consumer.name} is computed from the current time"))
+        else:
+            why.append(("rule", f"{goal} may need the current time ({'required' if required else 'optional'})"))
+        self.add(clock.name, evidence, "read the current time", why=tuple(why))
         if consumer is not None and required:
             self.edge(clock.name, consumer.name, evidence)
         return True
@@ -182,7 +212,8 @@ class PlanBuilder:
         if locator is None:
             self.lack(goal, "the user's current coordinates cannot be read with these tools", NEEDED)
             return False
-        self.add(locator.name, NEEDED, "read the current location")
+        self.add(locator.name, NEEDED, "read the current location", why=(
+            ("data_flow", f"the coordinates {consumer.name} needs are the user's own ({self.reading.cue('here') or 'no place named'})"),))
         self.edge(locator.name, consumer.name)
         coords = consumer.args_of("coord")
         if len(coords) == 2:
@@ -196,7 +227,9 @@ class PlanBuilder:
         if finder is None:
             self.lack(goal, f"no tool finds the coordinates of {self.reading.place or 'the place'}", evidence)
             return False
-        self.add(finder.name, evidence, f"find {self.reading.place or 'the place'}")
+        self.add(finder.name, evidence, f"find {self.reading.place or 'the place'}", why=(
+            ("instruction", f"'{self.reading.place}'" if self.reading.place else "a place the request names"),
+            ("data_flow", f"{consumer.name} needs the coordinates of that place")))
         self.edge(finder.name, consumer.name, evidence)
         return True
 
@@ -237,9 +270,14 @@ class PlanBuilder:
         if tool is None:
             self.absent.append(intent)
             return None
-        self.add(tool.name, intent.evidence, description, args)
+        self.add(tool.name, intent.evidence, description, args, why=self.intent_why(intent, tool))
         self.goal_tools.append(tool.name)
         return tool
+
+    def intent_why(self, intent: Intent, tool: ToolProfile) -> tuple[tuple[str, str], ...]:
+        """The user's words behind an intent and the schema that makes ``tool`` carry it out."""
+        return (("instruction", f"{intent.cue or 'the request'} read as {intent.action} {intent.subject}"),
+                ("schema", f"{tool.name} does {tool.action} on {tool.subject} ({self._schema_words(tool)})"))
 
     def toggle_value(self, p: ToolProfile) -> bool | None:
         """The direction a planned toggle is set to, if its predicate says."""

@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 
 from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
-from dynsteer_hook.compile.generator.goals import plan_intent
+from dynsteer_hook.compile.generator.goals import offered_update, plan_intent
 from dynsteer_hook.compile.generator.instruction import read_instruction
 from dynsteer_hook.compile.generator.necessity_plan import NEEDED, STOPWORDS, Plan, PlanBuilder, PlanMine
 from dynsteer_hook.compile.generator.prerequisites import add_prerequisites
@@ -66,13 +66,20 @@ def _fallback(b: PlanBuilder) -> None:
     asked = {w for w in words(b.reading.text) if w not in STOPWORDS and len(w) > 2}
     scored = sorted(((len(asked & p.words), p.name) for p in b.profiles.values()), reverse=True)
     if scored and scored[0][0] >= 2 and (len(scored) == 1 or scored[0][0] > scored[1][0]):
-        b.add(scored[0][1], 0.6, "the tool the request names")
+        b.rule = "fallback"
+        b.add(scored[0][1], 0.6, "the tool the request names", why=(
+            ("instruction", f"words shared with the tool: {', '.join(sorted(asked & b.profiles[scored[0][1]].words)[:8])}"),))
+        b.rule = ""
         b.goal_tools.append(scored[0][1])
 
 
 def _report(b: PlanBuilder) -> None:
     """The agent's final message to the user, after every goal operation."""
-    b.add(AGENT_MESSAGE_TOOL, 0.8 if _QUESTION.search(b.reading.text) else 0.7, "tell the user the outcome")
+    question = _QUESTION.search(b.reading.text)
+    b.rule = "report"
+    b.add(AGENT_MESSAGE_TOOL, 0.8 if question else 0.7, "tell the user the outcome",
+          why=(("instruction", f"a question to answer ('{question.group(0).strip()}')" if question else "a request whose outcome the user is told"),))
+    b.rule = ""
     core = {n for n, o in b.ops.items() if o.core and n != AGENT_MESSAGE_TOOL}
     sources = {e.source for e in b.edges.values() if e.target in core}
     for n in sorted(core - sources):
@@ -92,8 +99,10 @@ def _ask_or_decline(b: PlanBuilder, evidence: float, why: str) -> None:
     b.ops.clear()
     b.edges.clear()
     b.bindings.clear()
+    b.rule = "ask or decline"
     b.add(AGENT_MESSAGE_TOOL, evidence, f"ask the user for what is missing or decline, without acting on guesses ({why})",
-          (ArgPredicate(arg="content", op="regex", value=ASK_OR_DECLINE),))
+          (ArgPredicate(arg="content", op="regex", value=ASK_OR_DECLINE),), why=(("data_flow", why),))
+    b.rule = ""
 
 
 def _finish(b: PlanBuilder) -> Plan:
@@ -112,7 +121,10 @@ def _finish(b: PlanBuilder) -> Plan:
     elif not b.goal_tools:
         b.ops.clear()
         b.edges.clear()
-        b.add(AGENT_MESSAGE_TOOL, 0.5, "tell the user what can or cannot be done")
+        b.rule = "no intent"
+        b.add(AGENT_MESSAGE_TOOL, 0.5, "tell the user what can or cannot be done",
+              why=(("instruction", "no request the rules recognise and no tool the request names"),))
+        b.rule = ""
     else:
         mines += _guard_reads(b)
         add_prerequisites(b)
@@ -134,6 +146,7 @@ def plan_task(view: TaskView) -> Plan:
     b = PlanBuilder(reading, profile_tools(view.tools, view.databases), {k: dict(v) for k, v in view.databases.items()})
     for intent in reading.intents:
         plan_intent(b, intent)
+    offered_update(b)
     if not reading.intents:
         _fallback(b)
     return _finish(b)

@@ -58,7 +58,14 @@ def add_prerequisites(b: PlanBuilder) -> None:
         value = needed[setting]
         verb = "on" if value else "off"
         evidence = min(base + (0.2 if enabling_goal and setting == "low_battery_mode" else 0.0), 0.95)
-        b.add(tool.name, evidence, f"turn {setting.replace('_', ' ')} {verb} if the device state blocks the task", b.switch_pred(tool, value), core=False)
+        signals = [s for s, on in (("the user asks the agent to resolve issues alone", b.reading.resolve_alone),
+                                   ("the switch sits in a small catalog", focused_catalog(b))) if on]
+        b.rule = "prerequisite"
+        b.add(tool.name, evidence, f"turn {setting.replace('_', ' ')} {verb} if the device state blocks the task", b.switch_pred(tool, value), core=False,
+              why=(("rule", f"a planned operation may need {setting.replace('_', ' ')} {verb} (messages need cellular service, online "
+                            "look-ups wifi, the current location its service; low-battery mode blocks all three)"
+                            + (f"; {'; '.join(signals)}" if signals else "; no signal that the state is in the way")),))
+        b.rule = ""
         b.notes.append(f"{tool.name}: prerequisite ({setting} {verb}), evidence {evidence:.2f}")
         for d in dependants:
             b.edge(tool.name, d, 0.35, focus="reordered")
