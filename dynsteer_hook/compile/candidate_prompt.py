@@ -89,7 +89,8 @@ def _slim(node: Any, *, in_properties: bool = False) -> Any:
     """The schema as decoders and small models take it best; the answer is validated against the full model anyway.
 
     Drops pydantic's titles (they repeat the names: prompt tokens for nothing), makes id patterns
-    unbounded (grammar-constrained decoders expand ``{1,200}`` into 200 rules), and spells out
+    and string lengths unbounded (grammar-constrained decoders expand ``{1,200}`` into 200 rules:
+    llama.cpp's server dies building such a grammar), and spells out
     "any JSON value" as scalars or a list of them (llama.cpp's schema converter rejects ``{}``).
     """
     if isinstance(node, dict):
@@ -99,7 +100,7 @@ def _slim(node: Any, *, in_properties: bool = False) -> Any:
                 v = v if _SHAPE_KEYS & set(v) else {**v, "anyOf": _ANY_VALUE}
                 out[k] = _slim(v)
                 continue
-            if k == "title":
+            if k in ("title", "maxLength"):  # a length bound becomes that many grammar rules in a constrained decoder
                 continue
             if k == "pattern" and isinstance(v, str):
                 v = _BOUNDED_REPEAT.sub("+$", v)
@@ -118,6 +119,10 @@ def candidate_schema(view: TaskView) -> dict[str, Any]:
     schema: dict[str, Any] = _slim(copy.deepcopy(CandidateGraph.model_json_schema()))
     names = sorted(t.name for t in view.tools)
     defs = schema.get("$defs", {})
+    # Evidence is what the compiler records about a milestone (the consensus names the candidates
+    # behind it); a candidate is not asked for it.
+    defs.get("Milestone", {}).get("properties", {}).pop("evidence", None)
+    defs.pop("MilestoneEvidence", None)
     if names:
         for model, allowed in (("Milestone", [*names, AGENT_MESSAGE_TOOL]), ("Minefield", names)):
             tool = defs.get(model, {}).get("properties", {}).get("tool")

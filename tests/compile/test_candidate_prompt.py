@@ -72,8 +72,14 @@ def test_schema_limits_tool_names_to_the_view() -> None:
 def test_schema_is_slim_for_grammar_decoders() -> None:
     """No pydantic titles and no bounded repetitions, which grammar-constrained decoders expand rule by rule."""
     text = json.dumps(candidate_schema(VIEW))
-    assert '"title"' not in text and "{1,200}" not in text
+    assert '"title"' not in text and "{1,200}" not in text and '"maxLength"' not in text
     assert "milestones" in candidate_schema(VIEW)["properties"]
+
+
+def test_candidates_are_not_asked_for_evidence() -> None:
+    """Evidence is the compiler's record of why a milestone is there; the candidate schema leaves it out."""
+    schema = candidate_schema(VIEW)
+    assert "evidence" not in schema["$defs"]["Milestone"]["properties"] and "MilestoneEvidence" not in schema["$defs"]
 
 
 def test_the_instructions_travel_in_field_descriptions() -> None:

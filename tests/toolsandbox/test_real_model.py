@@ -105,10 +105,10 @@ def test_smollm2_compiles_a_toolsandbox_blueprint(
     code = main(["compile", "-s", A, "--model", "openai/smollm2", "--api-base", base, "-c", "1", "--min-valid", "1",
                  "--max-tokens", "256", "--timeout", "900", "--max-retries", "0", "--out", str(tmp_path)])
     compile_s = time.perf_counter() - start
-    out = capsys.readouterr().out
+    out, err = capsys.readouterr()
     with capsys.disabled():
-        print(f"\n[real model] server ready in {ready_s:.1f} s; compile {compile_s:.1f} s\n{out}")
-    assert code == 0, out
+        print(f"\n[real model] server ready in {ready_s:.1f} s; compile {compile_s:.1f} s\n{out}{err}")
+    assert code == 0, out + err
     prov = load_blueprint(tmp_path / f"{A}.json").provenance
     assert prov is not None
     assert "openai/smollm2" in prov.models and "dynsteer-llm@1" in prov.generators
