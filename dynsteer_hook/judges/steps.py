@@ -42,6 +42,7 @@ class CallFacts:
     out_of_order: tuple[str, ...]
     grounding_upto: int = 0
     ungrounded: tuple[str, ...] = ()  # identifier-like values (arg=value) nobody showed the agent before the call
+    requested: bool = False  # a change whose new words (every non-identifier text value) the user had said before the call
 
     @property
     def structural(self) -> bool:

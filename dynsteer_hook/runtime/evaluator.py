@@ -47,7 +47,7 @@ from dynsteer_hook.runtime.clock import CallOutcome, ClosedAction, DualClock
 from dynsteer_hook.runtime.counters import RunCounters
 from dynsteer_hook.runtime.faults import CallRules, Fault, FaultLedger, first_error
 from dynsteer_hook.runtime.grounding import TextGrounding
-from dynsteer_hook.runtime.identifiers import ungrounded_values
+from dynsteer_hook.runtime.identifiers import ungrounded_values, user_requested
 from dynsteer_hook.runtime.index import BlueprintIndex
 from dynsteer_hook.runtime.interception import Interceptor, PendingCall, signature
 from dynsteer_hook.runtime.ladder import JudgeLadder
@@ -99,7 +99,8 @@ class Evaluator:
         self._index = BlueprintIndex(blueprint)
         self._clock = DualClock()
         self._grounding = TextGrounding()
-        self._interceptor = Interceptor(self._index, self._grounding)
+        self._user_words = TextGrounding()  # what the user said: a change in their own words was asked for
+        self._interceptor = Interceptor(self._index, self._grounding, self._user_words)
         self._settlement = Settlement(self._index, self._grounding)
         self._ladder = JudgeLadder(self.config, judges)
         self._counters = RunCounters()
@@ -160,6 +161,8 @@ class Evaluator:
         self._record_trace_faults()
         if isinstance(event, (UserMessage, SystemMessage)):
             self._grounding.add(event.content)
+            if isinstance(event, UserMessage):
+                self._user_words.add(event.content)
         elif isinstance(event, ToolCall):
             if event.actor == "agent":
                 hit = self._interceptor.issued(event, self._clock.t + 1)
@@ -351,6 +354,8 @@ class Evaluator:
             out_of_order=tuple(out_of_order),
             grounding_upto=pre.grounding_upto,
             ungrounded=invented,
+            requested=bool(result is not None and result.state_changes and chosen is None
+                           and user_requested(o.call.arguments, partial(self._user_words.seen, upto=pre.user_upto))),
         )
 
     # -- stage judging -------------------------------------------------------------

@@ -54,6 +54,23 @@ def _leaves(name: str, value: Any, depth: int = 0) -> Iterator[tuple[str, Any]]:
         yield name, value
 
 
+def user_requested(arguments: Mapping[str, Any] | None, said: Callable[[Any], bool]) -> bool:
+    """Whether a call's new words were all the user's: every text value that is not an identifier was said by the user.
+
+    A change no milestone names (later user turns can ask for what the plan compiled from the
+    first request could not foresee) is requested when the values it writes, other than
+    identifiers the agent looked up, are the user's own words. A call with no such text value
+    (only ids, numbers or flags) is never requested by this rule.
+
+    Args:
+        arguments: The call's decoded arguments.
+        said: Whether a value appears in what the user said before the call.
+    """
+    words = [v for i, (_, v) in enumerate(leaf for arg, value in (arguments or {}).items() for leaf in _leaves(str(arg), value))
+             if i < _MAX_VALUES and isinstance(v, str) and v.strip() and not looks_like_identifier(v)]
+    return bool(words) and all(said(v) for v in words)
+
+
 def ungrounded_values(
     arguments: Mapping[str, Any] | None,
     seen: Callable[[Any], bool],

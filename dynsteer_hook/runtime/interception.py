@@ -40,6 +40,7 @@ class PendingCall:
         warnings: Non-fatal minefields it stepped on.
         repeated_of: The closed action that first made the very same call, if any.
         grounding_upto: How much the agent had been shown when it called.
+        user_upto: How much the user had said when it called.
     """
 
     issues: tuple[ArgIssue, ...] = ()
@@ -47,6 +48,7 @@ class PendingCall:
     warnings: tuple[str, ...] = ()
     repeated_of: int | None = None
     grounding_upto: int = 0
+    user_upto: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,13 +65,15 @@ class Interceptor:
     Args:
         index: The blueprint's look-ups.
         grounding: What the agent has been shown so far (read, not copied).
+        user_words: What the user has said so far (read, not copied).
     """
 
-    __slots__ = ("_grounding", "_index", "_pending", "_signatures")
+    __slots__ = ("_grounding", "_index", "_pending", "_signatures", "_user_words")
 
-    def __init__(self, index: BlueprintIndex, grounding: TextGrounding) -> None:
+    def __init__(self, index: BlueprintIndex, grounding: TextGrounding, user_words: TextGrounding | None = None) -> None:
         self._index = index
         self._grounding = grounding
+        self._user_words = user_words if user_words is not None else TextGrounding()
         self._pending: dict[str, deque[PendingCall]] = defaultdict(deque)  # by call id, first in first out like the clock
         self._signatures: dict[bytes, int] = {}
 
@@ -109,13 +113,14 @@ class Interceptor:
         repeated = self._signatures.get(sig) if sig is not None else None
         if sig is not None and sig not in self._signatures:
             self._signatures[sig] = next_t
-        self._pending[call.call_id].append(PendingCall(issues, tuple(near), tuple(warnings), repeated, self._grounding.size))
+        self._pending[call.call_id].append(PendingCall(issues, tuple(near), tuple(warnings), repeated, self._grounding.size,
+                                                       self._user_words.size))
         return None
 
     def take(self, call_id: str) -> PendingCall:
         """What the call with this id told when it was issued (the oldest such call first)."""
         queue = self._pending.get(call_id)
-        found = queue.popleft() if queue else PendingCall(grounding_upto=self._grounding.size)
+        found = queue.popleft() if queue else PendingCall(grounding_upto=self._grounding.size, user_upto=self._user_words.size)
         if queue is not None and not queue:
             del self._pending[call_id]
         return found
