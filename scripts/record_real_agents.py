@@ -15,7 +15,11 @@ that ``dynsteer replay`` reads) and once with dynsteer live in the loop. Prints 
 Server settings that make a small model call tools: ``--chat_format chatml-function-calling``
 (SmolLM2's template is ChatML), the request's ``tool_choice`` set (the LiteLLM role sends
 ``auto`` by default; without it the server answers in text only), ``--n_ctx 8192``, and a bounded
-answer (``--max-tokens``, default 256) with a per-attempt deadline (``--timeout``).
+answer (``--max-tokens``, default 256) with a per-attempt deadline (``--timeout``). The
+tool-call handler of that chat format does not apply ``max_tokens`` to a call's arguments, so a
+small model can go on generating thousands of tokens after the deadline ended its turn (the
+rollout is recorded as crashed); the server is restarted after every crashed rollout so the
+next one does not queue behind it.
 
     python scripts/record_real_agents.py --scenarios 40 --out real_runs
     python scripts/record_real_agents.py --model-file path/to/model.gguf --chat-format chatml-function-calling
@@ -79,6 +83,16 @@ def serve(model: Path, chat_format: str, n_ctx: int, log: Path) -> tuple[subproc
             time.sleep(0.5)
     proc.terminate()
     raise SystemExit(f"llama.cpp server did not start within 120 s; see {log}")
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the server; a generation abandoned at a deadline can keep it busy, so kill it if it does not stop."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def _offline(scenario: Any) -> bool:
@@ -226,6 +240,7 @@ def main() -> int:
         results: dict[str, dict[str, dict[str, Any]]] = {e: {} for e in runs}
         seconds: dict[str, dict[str, float]] = {e: {} for e in runs}
         began = time.perf_counter()
+        restarts = 0
         for i, n in enumerate(chosen, start=1):
             for evaluator, folder in runs.items():
                 options = RunOptions(agent=LITELLM, user="Scripted", evaluator=evaluator, script=users, agent_model=settings,
@@ -234,6 +249,13 @@ def main() -> int:
                 (r,) = run_scenarios({n: scenarios[n]}, options, folder / n, 1)
                 seconds[evaluator][n] = time.perf_counter() - start
                 results[evaluator][n] = r
+                if r["exception_type"] or (r.get("dynsteer") or {}).get("crash"):
+                    # llama.cpp's tool-call handler can ignore max_tokens and go on generating long after the
+                    # turn's deadline; the next requests would queue behind it. A fresh server for the next rollout.
+                    restarts += 1
+                    _stop(proc)
+                    proc, base = serve(model, args.chat_format, args.n_ctx, args.out / f"server-{restarts + 1}.log")
+                    settings = replace(settings, api_base=base)
             print(f"[{i}/{len(chosen)}] {n}: native {seconds['native'][n]:.0f} s, dynsteer {seconds['dynsteer'][n]:.0f} s", flush=True)
             # Figures so far after every scenario, so a run cut short keeps what it measured.
             (args.out / "figures.json").write_text(json.dumps(_figures(model, chosen, results, seconds, runs), indent=2))
@@ -241,12 +263,7 @@ def main() -> int:
                 print(f"time budget of {args.time_budget:g} s spent: stopping after {i} of {len(chosen)} scenarios", flush=True)
                 break
     finally:
-        proc.terminate()  # a generation abandoned at a deadline can keep the server busy: kill it if it does not stop
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        _stop(proc)
 
     figures = _figures(model, chosen, results, seconds, runs)
     _print(figures, len(chosen), args.out)
