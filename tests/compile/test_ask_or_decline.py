@@ -7,6 +7,7 @@ predicate itself (``content regex ASK_OR_DECLINE``), as the evaluator evaluates 
 from __future__ import annotations
 
 import pytest
+from needs import need_module
 
 from dynsteer_hook.compile.generator.planner import ASK_OR_DECLINE
 from dynsteer_hook.predicates import ArgPredicate, predicate_holds
@@ -71,5 +72,5 @@ def test_the_pattern_uses_no_backtracking_only_syntax() -> None:
     """No look-around or back-reference, so a linear-time engine (RE2) accepts the pattern as well."""
     for construct in ("(?=", "(?!", "(?<=", "(?<!", "\\1", "(?P="):
         assert construct not in ASK_OR_DECLINE
-    re2 = pytest.importorskip("re2")
+    re2 = need_module("re2", "google-re2 is not installed (a dependency: pip install -e .)")
     assert re2.compile(ASK_OR_DECLINE).search("Could you give me his number?") is not None

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need_module
 from ts_support import BLUEPRINTS, SCRIPTS, A, B
 
 from dynsteer_hook.cli import main
@@ -93,7 +94,7 @@ def _decisions(out: Path) -> dict[str, Any]:
 def test_run_on_ray_decides_as_local_processes(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``dynsteer run --engine ray`` (a local Ray instance) plays the scenarios as Ray tasks to the same verdicts,
     summaries and ToolSandbox similarities as ``--engine local``."""
-    pytest.importorskip("ray", reason="Ray is optional: pip install 'dynsteer-hook[ray]'")
+    need_module("ray", "Ray is optional: pip install 'dynsteer-hook[ray]'")
     outs = {}
     for engine in ("local", "ray"):
         argv = ["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "looping_agent.json"),

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need_module, unavailable
 from ts_support import BLUEPRINTS, SCRIPTS, script_names
 
 from dynsteer_hook.report import Report
@@ -28,8 +29,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def browser() -> Iterator[Any]:
     """Headless Chromium driven by Playwright (the system's browser; nothing is downloaded)."""
     if CHROMIUM is None:
-        pytest.skip("Chromium is not installed (scripts/setup.sh installs Debian's chromium package)")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install -e .[dev])")
+        unavailable("Chromium is not installed (scripts/setup.sh installs Debian's chromium package)")
+    sync_api: Any = need_module("playwright.sync_api", "playwright is not installed (pip install -e .[dev])")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu", "--disable-background-networking",
                                                               "--disable-component-update", "--disable-sync", "--no-first-run"])

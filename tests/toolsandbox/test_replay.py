@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need_module
 from ts_support import BLUEPRINTS, SCRIPTS, B, D, script_names
 
 from dynsteer_hook.cli import main
@@ -194,7 +195,7 @@ def _without_timing(summary: dict[str, Any]) -> dict[str, Any]:
 
 def test_ray_tasks_give_the_same_replay_as_local_processes(recorded: dict[tuple[str, str], Path], tmp_path: Path) -> None:
     """--engine ray (a local Ray instance) replays to the same summary and reports as one process and as two."""
-    pytest.importorskip("ray", reason="Ray is optional: pip install 'dynsteer-hook[ray]'")
+    need_module("ray", "Ray is optional: pip install 'dynsteer-hook[ray]'")
     run = recorded[("clean_solver", "native")]
     options = ReplayOptions(blueprint_dir=BLUEPRINTS)
     one = replay_runs([run], options, tmp_path / "one")
