@@ -23,14 +23,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
-import socket
-import subprocess
 import sys
 import tempfile
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -40,12 +36,12 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dynsteer_hook.blueprint import Blueprint
-from dynsteer_hook.cli import configure_logging
 from dynsteer_hook.compile.compiler import compile_blueprint
 from dynsteer_hook.compile.generator.candidates import FOCUS_CODES, deterministic_source
 from dynsteer_hook.errors import DynsteerError
 from dynsteer_hook.llm import LLMClient
 from dynsteer_hook.llm_source import llm_source
+from dynsteer_hook.logs import configure_logging
 from dynsteer_hook.toolsandbox.blueprint_eval import ALL, score_scenario, summarize_by_split
 from dynsteer_hook.toolsandbox.reference import reference_graphs
 from dynsteer_hook.toolsandbox.runner import load_scenarios
@@ -158,29 +154,6 @@ def _chosen(scenarios: dict[str, Any], split: str, stride: int, limit: int | Non
     return picked[::stride][:limit]
 
 
-def _serve_local(model: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """llama.cpp's OpenAI-compatible server on 127.0.0.1 with the model's own chat template, once it answers."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = int(sock.getsockname()[1])
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 1), "--model_alias", "local"]
-    with log.open("wb") as f:
-        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
-    base = f"http://127.0.0.1:{port}/v1"
-    deadline = time.time() + 120
-    while time.time() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"llama.cpp server exited with {proc.returncode}; see {log}")
-        try:
-            with urllib.request.urlopen(base + "/models", timeout=2):
-                return proc, base
-        except OSError:
-            time.sleep(0.5)
-    proc.terminate()
-    raise SystemExit(f"llama.cpp server did not start within 120 s; see {log}")
-
-
 def _write_recording(args: argparse.Namespace, names: list[str], answers: dict[str, str]) -> None:
     model = "SmolLM2-135M-Instruct (llama.cpp)" if args.api_base is None else args.api_base
     args.record.write_text(json.dumps({"model": model, "candidates": args.candidates, "scenarios": names, "answers": answers},
@@ -192,7 +165,7 @@ def record(args: argparse.Namespace, scenarios: dict[str, Any], names: list[str]
     proc = None
     upstream = args.api_base
     if upstream is None:
-        from record_real_agents import _default_model
+        from record_real_agents import _default_model, serve
 
         model = args.model_file or _default_model()
         if model is None:
@@ -200,7 +173,7 @@ def record(args: argparse.Namespace, scenarios: dict[str, Any], names: list[str]
                   file=sys.stderr)
             return 2
         log = Path(tempfile.mkstemp(prefix="llama-", suffix=".log")[1])
-        proc, upstream = _serve_local(model, log)
+        proc, upstream = serve(model, None, 8192, log)  # the model's own chat template
     rec = _Recorder(upstream=upstream)
     failed: list[str] = []
     done: list[str] = []

@@ -64,11 +64,13 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(model: Path, chat_format: str, n_ctx: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start llama.cpp's server on 127.0.0.1 and wait until it answers."""
+def serve(model: Path, chat_format: str | None, n_ctx: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """Start llama.cpp's server on 127.0.0.1 and wait until it answers (``chat_format`` None: the model's own template)."""
     port = _free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", str(n_ctx), "--n_threads", str(os.cpu_count() or 1), "--model_alias", "local", "--chat_format", chat_format]
+           "--n_ctx", str(n_ctx), "--n_threads", str(os.cpu_count() or 1), "--model_alias", "local"]
+    if chat_format is not None:
+        cmd += ["--chat_format", chat_format]
     with log.open("wb") as f:
         proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/v1"
