@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
+from itertools import islice
 from typing import Any
 
 _PHONE = re.compile(r"\+?[\d\s().\-]{7,}")
@@ -66,8 +67,8 @@ def user_requested(arguments: Mapping[str, Any] | None, said: Callable[[Any], bo
         arguments: The call's decoded arguments.
         said: Whether a value appears in what the user said before the call.
     """
-    words = [v for i, (_, v) in enumerate(leaf for arg, value in (arguments or {}).items() for leaf in _leaves(str(arg), value))
-             if i < _MAX_VALUES and isinstance(v, str) and v.strip() and not looks_like_identifier(v)]
+    leaves = islice((leaf for arg, value in (arguments or {}).items() for leaf in _leaves(str(arg), value)), _MAX_VALUES)
+    words = [v for _, v in leaves if isinstance(v, str) and v.strip() and not looks_like_identifier(v)]
     return bool(words) and all(said(v) for v in words)
 
 

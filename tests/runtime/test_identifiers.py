@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from dynsteer_hook.runtime.grounding import TextGrounding
-from dynsteer_hook.runtime.identifiers import looks_like_identifier, ungrounded_values
+from dynsteer_hook.runtime.identifiers import looks_like_identifier, ungrounded_values, user_requested
 
 IDENTIFIERS = [
     "+12453344098", "+1 (245) 334-4098", "245-334-4098", "9e137f06-916a-5310-8174-cf0b7e9f7054", "bob@example.com",
@@ -66,3 +66,17 @@ def test_the_work_per_call_is_bounded() -> None:
     """A call with thousands of values is inspected for a bounded number of them."""
     args = {f"a{i}": f"+1555000{i:04d}" for i in range(5000)}
     assert len(ungrounded_values(args, _seen().seen)) == 50
+
+
+@pytest.mark.parametrize(("arguments", "requested"), [
+    ({"person_id": "9e137f06-916a-5310-8174-cf0b7e9f7054", "relationship": "enemy"}, True),
+    ({"relationship": "enemy", "note": "x" * 1_000_000}, False),  # a megabyte of text nobody said
+    ({f"a{i}": "enemy" for i in range(200_000)}, True),  # only the first values are read
+    ({"nested": [[[[["enemy"]]]]]}, False),  # deeper than the leaves read: no word, no request
+    ({"relationship": "ENEMY\u200b"}, False),  # an invisible character makes another word
+    ({"id": "9e137f06-916a-5310-8174-cf0b7e9f7054"}, False),  # identifiers alone are never a request
+    (None, False),
+])
+def test_a_request_in_the_users_words_reads_hostile_arguments_safely(arguments: Any, requested: bool) -> None:
+    """Huge, deep and odd argument shapes give a plain answer, reading a bounded number of values."""
+    assert user_requested(arguments, lambda v: str(v).casefold() == "enemy") is requested
