@@ -20,6 +20,7 @@ from known_quality.hidden import read_hidden
 from known_quality.order import breaks_guardrail, plan_order
 from known_quality.verify import NATIVE
 from known_quality.world import World, agent_catalog
+from ts_support import FAULT_SAMPLE
 
 import dynsteer_hook
 from dynsteer_hook.storage import read_events
@@ -51,19 +52,7 @@ CLEAN_SAMPLE = [
     "update_contact_with_id_and_phone_number_3_distraction_tools_arg_type_scrambled",
 ]
 
-# (kind, scenario) pairs where each kind of fault applies.
-VARIANT_SAMPLE = [
-    ("repeat", "send_message_with_contact_content_cellular_off_multiple_user_turn"),
-    ("repeat", "find_days_till_holiday_3_distraction_tools_tool_name_scrambled"),
-    ("malformed", "send_message_with_contact_content_cellular_off"),
-    ("malformed", "search_reminder_with_recency_upcoming_10_distraction_tools"),
-    ("wrong_tool", "find_days_till_holiday_wifi_off_3_distraction_tools"),
-    ("wrong_tool", "modify_contact_with_message_recency_all_tools"),
-    ("loop", "remove_contact_by_phone"),
-    ("loop", "wifi_off_3_distraction_tools_tool_name_scrambled"),
-    ("minefield", "remove_contact_by_phone_no_search_contacts_insufficient_information"),
-    ("minefield", "remove_reminder_with_recency_latest_insufficient_information"),
-]
+VARIANT_SAMPLE = FAULT_SAMPLE
 
 LIVE = RunOptions(agent="Scripted", user="Scripted", evaluator="dynsteer")
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import known_agents as ka
 import pytest
+from ts_support import FAULT_SAMPLE
 
 from dynsteer_hook.toolsandbox.runner import RunOptions
 
@@ -22,18 +23,7 @@ pytestmark = pytest.mark.toolsandbox
 
 LIVE = RunOptions(agent="Scripted", user="Scripted", evaluator="dynsteer", write_events=True)
 
-# (kind, scenario): every kind of fault, over several tools and augmentations.
-CASES = [
-    ("repeat", "send_message_with_contact_content_cellular_off_multiple_user_turn"),
-    ("repeat", "find_days_till_holiday_3_distraction_tools_tool_name_scrambled"),
-    ("malformed", "send_message_with_contact_content_cellular_off"),
-    ("malformed", "search_reminder_with_recency_upcoming_10_distraction_tools"),
-    ("wrong_tool", "find_days_till_holiday_wifi_off_3_distraction_tools"),
-    ("wrong_tool", "modify_contact_with_message_recency_all_tools"),
-    ("loop", "remove_contact_by_phone"),
-    ("loop", "wifi_off_3_distraction_tools_tool_name_scrambled"),
-    ("minefield", "remove_contact_by_phone_no_search_contacts_insufficient_information"),
-]
+CASES = FAULT_SAMPLE
 
 
 def _play(kind: str, name: str, scenario: Any, out: Path) -> tuple[Any, dict[str, Any], dict[str, Any]]:
