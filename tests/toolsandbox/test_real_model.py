@@ -32,6 +32,7 @@ from dynsteer_hook.storage import load_blueprint
 pytestmark = [pytest.mark.toolsandbox, pytest.mark.slow]
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BOUNDED_SERVER = Path(__file__).resolve().parents[2] / "scripts" / "llama_server.py"  # llama.cpp's server + a bounded format
 
 
 def _gguf() -> Path:
@@ -60,15 +61,17 @@ def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, flo
 
 @pytest.fixture(scope="module")
 def smollm2_tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
-    """The same model behind llama.cpp's ChatML function-calling format (SmolLM2's template is ChatML)."""
-    yield from _serve(tmp_path_factory, ["--chat_format", "chatml-function-calling"])
+    """The same model behind the documented tool-calling server: scripts/llama_server.py with the bounded ChatML
+    function-calling format (SmolLM2's template is ChatML)."""
+    yield from _serve(tmp_path_factory, ["--chat_format", "chatml-function-calling-bounded"], [str(BOUNDED_SERVER)])
 
 
-def _serve(tmp_path_factory: pytest.TempPathFactory, extra: list[str]) -> Iterator[tuple[str, float]]:
+def _serve(tmp_path_factory: pytest.TempPathFactory, extra: list[str],
+           program: list[str] | None = None) -> Iterator[tuple[str, float]]:
     gguf = _gguf()
     port = _free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
-    cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
+    cmd = [sys.executable, *(program or ["-m", "llama_cpp.server"]), "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 1), "--model_alias", "smollm2", *extra]
     start = time.perf_counter()
     with log_path.open("wb") as log:
