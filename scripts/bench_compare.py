@@ -1,12 +1,28 @@
 """``dynsteer compare`` on recorded runs of agents of known quality: DS of both evaluators, saved progress, clean halts,
 and what the adaptive judge ladder spends against every stage at Tier 3.
 
-For offline base scenarios whose clean scripted solver (``known_agents``, built from the hidden
-evaluation) ToolSandbox scores 1.0, five scripted agents are recorded with ``--evaluator native``
-(ToolSandbox alone, nothing halts): ``clean`` plays the clean solver everywhere; ``repeat``,
-``malformed``, ``loop`` and ``minefield`` play their fault-injected variant on a share of the
-scenarios (``--fault-share``, a different subset per agent) and the clean solver on the rest, so
-each is a population of mostly faulty runs. Then, in the same run:
+Five scripted agents (``known_agents``, built from ToolSandbox's hidden evaluation, which the
+evaluator never reads) are recorded with ``--evaluator native`` (ToolSandbox alone, nothing
+halts): ``clean`` plays the clean solver everywhere; ``repeat``, ``malformed``, ``loop`` and
+``minefield`` play their fault-injected variant on a share of the scenarios where it can be built
+(``--fault-share``, a different subset per agent) and the clean solver on the rest.
+
+The base scenarios (offline, no distraction tools) are chosen by a rule that reads only the hidden
+ground truth, never an evaluator's outcome (``known_quality.population``): a candidate is a
+scenario where at least one selected fault kind's variant can be built; scenarios are taken one
+at a time for the selected kind that has its variant on the fewest chosen scenarios so far (the
+next candidate in a stride order over the names, ``--offset`` shifting where it starts); a
+candidate is kept only when ToolSandbox scores its clean solver 1.0. No scenario carries every
+kind (minefields the agent can call exist only on insufficient-information tasks, where the clean
+solver makes no call to repeat, malform or loop on), so with the default agents about half the
+scenarios carry the minefield variant and half the three others. The script prints how many
+scenarios qualified and how many were left out for which reason.
+
+The ``loop`` agent is stuck by default: it repeats its failing call until ToolSandbox's own limit
+on a rollout's messages (``Scenario.max_messages``, 30 by default) ends the conversation, as a
+stuck agent does; ``--loop-length N`` makes it give up after N failing calls instead.
+
+Then, in the same run:
 
 1. ``dynsteer compare`` with Tier 1 rules only (no model): DS(0.01) of dynsteer and of ToolSandbox's
    similarity and their ratio (goal >= 1.85), the mean saved progress on the virtually stopped runs
@@ -19,6 +35,7 @@ each is a population of mostly faulty runs. Then, in the same run:
    over the same replays (``--judge-cache``) is checked to ask the judge nothing.
 
     python scripts/bench_compare.py --scenarios 24 --out bench_compare_out
+    python scripts/bench_compare.py --scenarios 24 --offset 1 --out bench_compare_other   # other scenarios
 """
 
 from __future__ import annotations
@@ -37,8 +54,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from known_agents import KnownScript, Variant, clean_solver, fresh_variant, play_fresh, scores_one
+from known_agents import KnownScript, Variant, clean_solver, fresh_variant, play_fresh, scores_one, variant
 from known_quality import faults
+from known_quality.population import Choice, choose_balanced, plays_fault, scan_order
 from known_quality.verify import NATIVE
 from known_quality.world import needs_network
 from rules_judge import RulesJudgeServer
@@ -62,30 +80,49 @@ def _quiet(make: Any, sc: Any, out: Path) -> tuple[Any, dict[str, Any] | None]:
         return play_fresh(make, sc, out, NATIVE)
 
 
-def _faulty(i: int, j: int, share: float) -> bool:
-    """Whether agent j plays its fault on scenario i: a share of the scenarios, a different subset per agent."""
-    return ((i * 7 + j * 3) % 20) < round(share * 20)
+def buildable(names: list[str], scenarios: Any) -> dict[str, frozenset[str]]:
+    """Per scenario, the selected fault kinds whose variant can be built on its clean solver (no play)."""
+    out: dict[str, frozenset[str]] = {}
+    for name in names:
+        clean = clean_solver(name, scenarios[name], time.time())
+        out[name] = frozenset(k for k in FAULTS if isinstance(variant(k, clean, scenarios[name]), Variant))
+    return out
 
 
-def record(names: list[str], scenarios: Any, root: Path, share: float) -> dict[str, dict[str, str]]:
-    """Record every agent natively into ``root/<agent>/repeat_0``; what each played per scenario."""
-    played: dict[str, dict[str, str]] = {a: {} for a in ("clean", *FAULTS)}
-    results: dict[str, list[dict[str, Any]]] = {a: [] for a in played}
-    for i, name in enumerate(names):
+def record(order: list[str], count: int, scenarios: Any, root: Path, share: float) -> tuple[Choice, dict[str, dict[str, str]]]:
+    """Choose the scenarios (``population``), record every agent natively into ``root/<agent>/repeat_0``.
+
+    Returns the choice and what each agent played per chosen scenario.
+    """
+    able = buildable(order, scenarios)
+    cleans: dict[str, dict[str, Any]] = {}
+
+    def qualifies(name: str) -> str | None:
         sc = scenarios[name]
         run = root / "clean" / "repeat_0"
         made, result = _quiet(partial(clean_solver, name, sc), sc, run)
         if not isinstance(made, KnownScript) or result is None or not scores_one(result):
             shutil.rmtree(run / "trajectories" / name, ignore_errors=True)
-            print(f"  {name}: skipped (no clean solver ToolSandbox scores 1.0)", flush=True)
-            continue
-        row = {"clean": (result, "clean")}
+            return "ToolSandbox does not score the clean solver 1.0"
+        cleans[name] = result
+        return None
+
+    choice = choose_balanced(order, able, FAULTS, count, qualifies)
+    chosen = sorted(choice.chosen)
+    faulty = {kind: plays_fault(chosen, able, kind, KINDS.index(kind), share) for kind in FAULTS}
+    played: dict[str, dict[str, str]] = {a: {} for a in ("clean", *FAULTS)}
+    results: dict[str, list[dict[str, Any]]] = {a: [] for a in played}
+    for i, name in enumerate(chosen):
+        sc = scenarios[name]
+        row = {"clean": (cleans[name], "clean")}
         for kind in FAULTS:
             out = root / kind / "repeat_0"
-            made = None
-            if _faulty(i, KINDS.index(kind), share):
+            made, result = None, None
+            if name in faulty[kind]:
                 made, result = _quiet(partial(fresh_variant, kind, name, sc), sc, out)
-            if not isinstance(made, Variant) or result is None:  # not chosen, or no such fault for this scenario
+            if not isinstance(made, Variant) or result is None:  # not chosen, or (played later) no such fault after all
+                if name in faulty[kind]:
+                    print(f"  {name}: the {kind} variant could not be built when played; {kind} plays the clean solver", flush=True)
                 made, result = _quiet(partial(clean_solver, name, sc), sc, out)
                 row[kind] = (result, "clean")
             else:
@@ -93,11 +130,22 @@ def record(names: list[str], scenarios: Any, root: Path, share: float) -> dict[s
         for agent, (res, what) in row.items():
             results[agent].append(res)
             played[agent][name] = what
-        print(f"  [{i + 1}/{len(names)}] {name}: " + ", ".join(f"{a} {r['similarity']:.2f}{'' if w != 'clean' or a == 'clean' else ' (clean)'}"
-                                                         for a, (r, w) in row.items()), flush=True)
+        print(f"  [{i + 1}/{len(chosen)}] {name}: " + ", ".join(f"{a} {r['similarity']:.2f}{'' if w != 'clean' or a == 'clean' else ' (clean)'}"
+                                                           for a, (r, w) in row.items()), flush=True)
     for agent, rs in results.items():
         write_json_atomic(root / agent / "repeat_0" / "result_summary.json", result_summary(rs))
-    return played
+    return choice, played
+
+
+def print_choice(choice: Choice, candidates: int, count: int, offset: int) -> None:
+    """How many scenarios qualified, and how many were left out for which reason."""
+    able = candidates - len(choice.no_variant)
+    print(f"scenarios (rule: known_quality.population, offset {offset}): {candidates} offline base scenarios; "
+          f"{len(choice.no_variant)} left out as no selected fault variant can be built on them; {able} candidates")
+    print(f"  considered {len(choice.chosen) + len(choice.skipped)}: {len(choice.chosen)} chosen (asked for {count})"
+          + "".join(f", {n} skipped: {reason}" for reason, n in sorted(choice.reasons().items()))
+          + f"; {able - len(choice.chosen) - len(choice.skipped)} candidates not needed")
+    print("  chosen scenarios carrying each fault variant: " + ", ".join(f"{k} {n}" for k, n in choice.carried.items()), flush=True)
 
 
 def compare(root: Path, out: Path, extra: list[str]) -> tuple[dict[str, Any], float]:
@@ -142,11 +190,16 @@ def main() -> int:
     parser.add_argument("--no-judge", action="store_true", help="skip the rules-based judge part")
     parser.add_argument("--agents", nargs="+", choices=KINDS, default=list(KINDS), metavar="KIND",
                         help=f"faulty agents besides clean (default all: {' '.join(KINDS)})")
-    parser.add_argument("--loop-length", type=int, default=faults.LOOP_LENGTH,
-                        help=f"failing calls of the loop fault before the agent gives up (default {faults.LOOP_LENGTH})")
+    parser.add_argument("--loop-length", type=int, default=None, metavar="N",
+                        help="failing calls of the loop fault before the agent gives up (default: it never gives up; "
+                             "ToolSandbox's own limit on a rollout's messages ends it)")
+    parser.add_argument("--offset", type=int, default=0,
+                        help="where the stride over the scenario names starts (default 0; another value takes other scenarios)")
     args = parser.parse_args()
     global FAULTS
     FAULTS = tuple(k for k in KINDS if k in args.agents)
+    if args.loop_length is not None and args.loop_length < 1:
+        parser.error("--loop-length must be at least 1")
     faults.BUILDERS["loop"] = partial(faults.loop, length=args.loop_length)
     if args.out.exists():
         print(f"bench_compare.py: --out {args.out} exists; pass a new folder", file=sys.stderr)
@@ -155,11 +208,16 @@ def main() -> int:
     warnings.filterwarnings("ignore", message="Sample size too small")  # scipy, on pairs with few differences
     scenarios = load_scenarios(None)
     bases = sorted(n for n, s in scenarios.items() if ScenarioCategories.NO_DISTRACTION_TOOLS in s.categories and not needs_network(s))
-    chosen = bases[:: max(1, len(bases) // args.scenarios)][: args.scenarios]
-    print(f"recording {len(chosen)} offline base scenarios x {1 + len(FAULTS)} agents natively (fault share {args.fault_share}, "
-          f"loop length {args.loop_length})", flush=True)
+    loop = ("until ToolSandbox's limit (max_messages " + "/".join(sorted({str(scenarios[n].max_messages) for n in bases})) + ")"
+            if args.loop_length is None else str(args.loop_length))
+    print(f"recording up to {args.scenarios} offline base scenarios x {1 + len(FAULTS)} agents natively (fault share {args.fault_share} "
+          f"of the scenarios where the fault can be built, loop length {loop})", flush=True)
     start = time.perf_counter()
-    played = record(chosen, scenarios, args.out / "agents", args.fault_share)
+    choice, played = record(scan_order(bases, args.scenarios, args.offset), args.scenarios, scenarios, args.out / "agents", args.fault_share)
+    print_choice(choice, len(bases), args.scenarios, args.offset)
+    if not choice.chosen:
+        print("bench_compare.py: no scenario qualified", file=sys.stderr)
+        return 1
     print(f"recorded in {time.perf_counter() - start:.0f} s; faults played: "
           + ", ".join(f"{k} {sum(1 for w in played[k].values() if w != 'clean')}/{len(played[k])}" for k in FAULTS))
 

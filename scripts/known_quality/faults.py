@@ -10,7 +10,8 @@ nothing. The kinds (``model.FAULT_KINDS``):
 * ``wrong_tool``: a read-only tool the task does not need, then the malformed call, then the
   right call;
 * ``loop``: the same failing call ``LOOP_LENGTH`` times (a well-formed call that raises at run
-  time where one exists, else a wrong argument type), then giving up;
+  time where one exists, else a wrong argument type), then giving up; with ``length=None`` the
+  agent never gives up and ToolSandbox's own limit (``Scenario.max_messages``) ends the rollout;
 * ``minefield``: a call of a tool a hidden minefield names, with the arguments it describes
   (placeholders for required ones it leaves open), before the clean steps.
 """
@@ -173,8 +174,14 @@ def _refused(call: Call, world: World) -> tuple[Call, str] | None:
     return None
 
 
-def loop(clean: KnownScript, scenario: Scenario, length: int = LOOP_LENGTH) -> Variant | str:
-    """The same failing call ``length`` times, then the agent gives up."""
+def loop(clean: KnownScript, scenario: Scenario, length: int | None = LOOP_LENGTH) -> Variant | str:
+    """The same failing call ``length`` times, then the agent gives up.
+
+    With ``length=None`` the agent is stuck: it repeats the call until ToolSandbox's own limit on
+    the messages of a rollout (``scenario.max_messages``) ends the conversation. It is given that
+    many calls, each of which adds at least one message, so the limit always comes first; it never
+    gives up and the task is never finished.
+    """
     chosen: tuple[int, Call, str] | None = None
     for i, call in _single_calls(clean):
         found = _refused(call, _world_at(clean, scenario, i))
@@ -187,8 +194,12 @@ def loop(clean: KnownScript, scenario: Scenario, length: int = LOOP_LENGTH) -> V
     if chosen is None:
         return "no call of the clean script can be made to fail"
     i, bad, detail = chosen
-    injected = (*(calling(bad) for _ in range(length)), say(GIVE_UP.format(tool=bad.name)))
-    fault = Fault("loop", i, 0, f"the same failing call {length} times, then giving up: {detail}")
+    if length is None:
+        injected: tuple[Step, ...] = tuple(calling(bad) for _ in range(scenario.max_messages))
+        fault = Fault("loop", i, 0, f"the same failing call until ToolSandbox's limit of {scenario.max_messages} messages ends the rollout: {detail}")
+    else:
+        injected = (*(calling(bad) for _ in range(length)), say(GIVE_UP.format(tool=bad.name)))
+        fault = Fault("loop", i, 0, f"the same failing call {length} times, then giving up: {detail}")
     return Variant("loop", clean, _with(clean, clean.steps[:i] + injected), fault, injected, len(clean.steps))
 
 

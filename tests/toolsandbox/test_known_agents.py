@@ -15,7 +15,7 @@ from typing import Any
 import known_agents as ka
 import pytest
 from known_quality.dialogue import GIVE_UP, user_requests
-from known_quality.faults import LOOP_LENGTH, MALFORMED_KINDS, malformed
+from known_quality.faults import LOOP_LENGTH, MALFORMED_KINDS, loop, malformed
 from known_quality.hidden import read_hidden
 from known_quality.order import breaks_guardrail, plan_order
 from known_quality.verify import NATIVE
@@ -211,6 +211,23 @@ def test_each_malformed_kind_is_a_call_that_fails(scenarios: dict[str, Any], how
     assert isinstance(v, ka.Variant)
     assert how.replace("_", " ") in v.fault.detail
     _check_fault_shape(v, scenarios[name])
+
+
+def test_stuck_loop_runs_until_toolsandbox_ends_the_rollout(scenarios: dict[str, Any], tmp_path: Path) -> None:
+    """With no length the loop agent never gives up: ToolSandbox's own message limit ends the rollout, task unfinished."""
+    name = "remove_contact_by_phone"
+    scenario = scenarios[name]
+    clean = ka.clean_solver(name, scenario)
+    assert isinstance(clean, ka.KnownScript)
+    v = loop(clean, scenario, length=None)
+    assert isinstance(v, ka.Variant)
+    bad = v.injected[0].calls[0]
+    assert v.injected == tuple(ka.Step(calls=(bad,)) for _ in range(scenario.max_messages))  # no giving up
+    assert v.resume == len(clean.steps) and "limit of" in v.fault.detail
+    result = ka.play(v.script, scenario, tmp_path)
+    assert result["exception_type"] is None and result["similarity"] < 1.0
+    assert result["turn_count"] >= scenario.max_messages  # ended by the limit, not by the script
+    assert loop(clean, scenario).injected[-1].say is not None  # the default still gives up after LOOP_LENGTH calls
 
 
 def test_variants_without_a_fitting_call_say_why(scenarios: dict[str, Any]) -> None:
