@@ -64,11 +64,12 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(model: Path, chat_format: str | None, n_ctx: int, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """Start llama.cpp's server on 127.0.0.1 and wait until it answers (``chat_format`` None: the model's own template)."""
+def serve(model: Path, chat_format: str | None, n_ctx: int, log: Path, threads: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """Start llama.cpp's server on 127.0.0.1 and wait until it answers (``chat_format`` None: the model's own template;
+    ``threads`` None: one per CPU)."""
     port = _free_port()
     cmd = [sys.executable, str(Path(__file__).with_name("llama_server.py")), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", str(n_ctx), "--n_threads", str(os.cpu_count() or 1), "--model_alias", "local"]
+           "--n_ctx", str(n_ctx), "--n_threads", str(threads or os.cpu_count() or 1), "--model_alias", "local"]
     if chat_format is not None:
         cmd += ["--chat_format", chat_format]
     with log.open("wb") as f:
@@ -216,6 +217,8 @@ def main() -> int:
     parser.add_argument("--chat-format", default="chatml-function-calling-bounded",
                         help="llama.cpp chat format (default chatml-function-calling-bounded, see scripts/llama_server.py)")
     parser.add_argument("--n-ctx", type=int, default=8192)
+    parser.add_argument("--threads", type=int, default=None,
+                        help="llama.cpp threads (default one per CPU; 1 is steadier on a machine busy with other work)")
     parser.add_argument("--scenarios", type=int, default=40, help="offline scenarios, taken at an even stride over the names")
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--time-budget", type=float, default=None, metavar="SECONDS",
@@ -233,7 +236,7 @@ def main() -> int:
     names = sorted(n for n in scenarios if _offline(scenarios[n]) and blueprint_path(args.blueprints, n).is_file())
     chosen = names[:: max(1, len(names) // args.scenarios)][: args.scenarios]
     args.out.mkdir(parents=True, exist_ok=True)
-    proc, base = serve(model, args.chat_format, args.n_ctx, args.out / "server.log")
+    proc, base = serve(model, args.chat_format, args.n_ctx, args.out / "server.log", args.threads)
     try:
         settings = replace(AGENT_MODEL, model="openai/local", api_base=base, temperature=0.0, timeout=args.timeout,
                            max_retries=0, max_tokens=args.max_tokens, tool_choice="auto")
@@ -257,7 +260,7 @@ def main() -> int:
                     # requests would queue behind it. A fresh server for the next rollout.
                     restarts += 1
                     _stop(proc)
-                    proc, base = serve(model, args.chat_format, args.n_ctx, args.out / f"server-{restarts + 1}.log")
+                    proc, base = serve(model, args.chat_format, args.n_ctx, args.out / f"server-{restarts + 1}.log", args.threads)
                     settings = replace(settings, api_base=base)
             print(f"[{i}/{len(chosen)}] {n}: native {seconds['native'][n]:.0f} s, dynsteer {seconds['dynsteer'][n]:.0f} s", flush=True)
             # Figures so far after every scenario, so a run cut short keeps what it measured.
