@@ -132,10 +132,7 @@ def first_error(records: Sequence[FaultRecord]) -> FirstError | None:
 # ---- rules on one call ---------------------------------------------------------------------------
 
 _TRIVIAL = frozenset({"0", "1", "-1"})
-_READING = "\x00reading:"  # prefix of a numeric reading without arguments (the clock), followed by its value
-# A number within this share of a reading may be computed from it: for the clock, about five years either side of now,
-# any offset a task speaks of (a week ago, next month), but not a constant far from it (a bound in 1990) nor a count.
-_NEAR = 0.1
+_READING = "\x00reading"  # stands for a numeric reading without arguments (the clock) that later numeric work may have used
 _TOKEN = re.compile(r"[^\s,;:!?()\[\]{}\"']+")
 
 
@@ -192,28 +189,11 @@ def _numbers(values: Collection[str]) -> list[float]:
     return [n for v in values if v not in _TRIVIAL and (n := _number(v)) is not None]
 
 
-def _near_reading(numbers: Collection[float]) -> Callable[[str], bool]:
-    """A test of whether a stored reading (``_READING`` and its value) lies within ``_NEAR`` of one of ``numbers``:
-    a value computed from it by an offset (a search bound a week before now)."""
-
-    def used(v: str) -> bool:
-        if not numbers or not v.startswith(_READING):
-            return False
-        r = float(v[len(_READING):])
-        return any(abs(n - r) <= _NEAR * abs(r) for n in numbers)
-
-    return used
-
-
-def _words(text: str) -> set[str]:
-    """The words of (the start of) a message, a trailing full stop left out."""
-    return {w.rstrip(".") for w in _TOKEN.findall(text[:5000])}
-
-
 def _in_message(text: str) -> Callable[[str], bool]:
     """A test of whether a value appears in a message: a number as one of its words (within one part in a
     million), a text of four characters or more anywhere in it."""
-    in_words = _given(_words(text))
+    words = {w.rstrip(".") for w in _TOKEN.findall(text[:5000])}
+    in_words = _given(words)
     folded = text[:5000].casefold()
 
     def used(v: str) -> bool:
@@ -229,10 +209,10 @@ class CallRules:
 
     A reading of a tool no milestone uses is judged by what became of its result, which only later steps
     show: it is off task unless a later call or message used it. A reading without arguments that
-    returns a number (the clock) also counts as used by a later number within a tenth of it (a search
-    bound a week before now); whether the task's tools could take a number does not excuse a reading
-    nothing went on to use (the clock read before a search by recency that takes no bound, or one from
-    a fixed date long past). The one
+    returns a number (the clock) also counts as used by any later call that passes a number, since what
+    an agent computes from the clock (a bound a week before now, a year, a day count) cannot be traced
+    back to it; but that the task's tools could take a number does not excuse a reading no numeric work
+    followed (the clock read before a search by recency that takes no bound). The one
     reading excused up front is a status check: a reading without arguments of the state a milestone's
     tool writes (``get_wifi_status`` before ``set_wifi_status``), which informs whether to write at all.
     Evidence of use comes from later actions only (parallel calls cannot use each other's results) and
@@ -283,16 +263,16 @@ class CallRules:
                           f"{c.tool} repeats an earlier call with the same arguments while the world is unchanged")
         if self._unused and c.arguments is not None and not c.structural:
             given = _leaves(c.arguments, set())
-            found, near = _given(given), _near_reading(_numbers(given))
-            self._results_used(lambda v: found(v) or near(v), before=t)
+            found, numeric = _given(given), bool(_numbers(given))  # numbers: the agent went on to work with numbers
+            self._results_used(lambda v: found(v) or (numeric and v == _READING), before=t)
         # Only a reading can be off task: a call that changed the world settling nothing is a side effect, which the
         # safety judge weighs (it may be a prerequisite the blueprint does not name, such as turning a service on).
         if fault is None and c.settled is None and not owned and not c.mutated and not self._status_check(c) and len(self._unused) < self._limit:
             off = Fault(c.k_call, t, c.tool, "efficiency", "off_task", f"{c.tool} settles nothing, no milestone of the task "
                         "uses it and no later call or message used its result")
             made = {v for v in _leaves(c.result, set()) if v not in _TRIVIAL}
-            if not c.arguments and not isinstance(c.result, bool) and _numbers([str(c.result)]):
-                made.add(f"{_READING}{c.result}")  # a reading like the clock informs later numbers computed from it
+            if not c.arguments and _number(str(c.result)) is not None and not isinstance(c.result, bool):
+                made.add(_READING)  # a reading like the clock informs later numbers computed from it
             self._unused[c.k_call] = (off, made)
         if fault is not None:
             self._ledger.add(fault)
@@ -308,8 +288,7 @@ class CallRules:
     def message(self, text: str) -> None:
         """A message of the agent: results it mentions were used."""
         if self._unused:
-            found, near = _in_message(text), _near_reading(_numbers(_words(text)))
-            self._results_used(lambda v: found(v) or near(v))
+            self._results_used(_in_message(text))
 
     def finish(self, completed: bool) -> None:
         """Turn the off-task suspicions into faults, for a run that settled every milestone without a stop.

@@ -80,7 +80,8 @@ def test_a_change_no_milestone_names_is_a_side_effect_not_an_off_task_call() -> 
 
 
 CLOCK = act("h", "op_clock", {}, value=1733000000.5)
-DATED = blueprint(["a"], extra_tools=[tool("op_clock"), tool("op_search", since="number")], milestones=[milestone("a", x="a")])
+DATED = blueprint(["a"], extra_tools=[tool("op_clock"), tool("op_search", since="number", year="integer", q="string")],
+                  milestones=[milestone("a", x="a")])
 
 
 def _faults(r: Any) -> list[tuple[int, int, str]]:
@@ -135,15 +136,16 @@ def test_an_unused_clock_reading_is_not_blamed_in_a_run_cut_short() -> None:
     assert r.report.outcome == "incomplete" and r.report.faults == []
 
 
-def test_a_bound_far_from_the_reading_does_not_use_it() -> None:
-    """A search from a fixed date long past (1990) or by a count would run the same without the clock: the reading is
-    off task, while the same search bounded a day before now used it."""
-    for since in (631152000.0, 25):
-        events = [UserMessage("go"), *CLOCK, *act("s", "op_search", {"since": since}, value=["msg-0042"]),
-                  *act("1", "op_a", {"x": "a"}), AgentMessage("msg-0042 is the oldest")]
-        assert _faults(run(DATED, events)) == [(2, 1, "off_task")]
-    events[3] = call("s", "op_search", {"since": 1733000000.5 - 86400})
-    assert run(DATED, events).report.faults == []
+def test_any_later_numeric_work_counts_as_using_a_clock_reading() -> None:
+    """What an agent computes from the clock cannot be traced back to it: a later call passing a number (a bound a day
+    before now, a fixed date, a year) counts as use; one passing only text does not."""
+    def events(args: dict[str, Any]) -> list[Any]:
+        return [UserMessage("go"), *CLOCK, *act("s", "op_search", args, value=["msg-0042"]), *act("1", "op_a", {"x": "a"}),
+                AgentMessage("msg-0042 is the one")]
+
+    for args in ({"since": 1733000000.5 - 86400}, {"since": 631152000.0}, {"year": 2024}):
+        assert run(DATED, events(args)).report.faults == []
+    assert _faults(run(DATED, events({"q": "dinner"}))) == [(2, 1, "off_task")]
 
 
 def test_reading_the_state_a_milestone_writes_is_a_check_but_an_unrelated_status_is_off_task() -> None:
