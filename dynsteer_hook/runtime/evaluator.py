@@ -105,7 +105,7 @@ class Evaluator:
         self._ladder = JudgeLadder(self.config, judges)
         self._counters = RunCounters()
         self._faults = FaultLedger()
-        self._rules = CallRules(self._faults, self._index.taken_types, set(self._index.tool_owners))
+        self._rules = CallRules(self._faults, set(self._index.tool_owners))
         self._stages: list[StageRecord] = []
         self._stop: StopRecord | None = None
         self._ended = False

@@ -132,7 +132,7 @@ def first_error(records: Sequence[FaultRecord]) -> FirstError | None:
 # ---- rules on one call ---------------------------------------------------------------------------
 
 _TRIVIAL = frozenset({"0", "1", "-1"})
-_READING = "\x00reading"  # stands for a numeric reading (the clock) that any later numeric argument may have used  # values found anywhere: never evidence that a result was used
+_READING = "\x00reading"  # stands for a numeric reading without arguments (the clock) that later numeric work may have used
 _TOKEN = re.compile(r"[^\s,;:!?()\[\]{}\"']+")
 
 
@@ -184,6 +184,11 @@ def _given(values: set[str]) -> Callable[[str], bool]:
     return used
 
 
+def _numbers(values: Collection[str]) -> list[float]:
+    """The numbers among ``values``, trivial ones (0, 1, -1) left out."""
+    return [n for v in values if v not in _TRIVIAL and (n := _number(v)) is not None]
+
+
 def _in_message(text: str) -> Callable[[str], bool]:
     """A test of whether a value appears in a message: a number as one of its words (within one part in a
     million), a text of four characters or more anywhere in it."""
@@ -202,24 +207,28 @@ def _in_message(text: str) -> Callable[[str], bool]:
 class CallRules:
     """The rules that blame one call on its own, feeding a ``FaultLedger``.
 
-    A reading without arguments is never off task when it may inform the task: a number where the
-    milestones' tools take numbers or before a later call that takes one (looking at the clock before a
-    search by recency), or the state a milestone's tool writes (``get_wifi_status`` before
-    ``set_wifi_status``). A call that changed the world is never off task: settling nothing, it is a
-    side effect for the safety judge to weigh.
+    A reading of a tool no milestone uses is judged by what became of its result, which only later steps
+    show: it is off task unless a later call or message used it. A reading without arguments that
+    returns a number (the clock) also counts as used by any later call that passes a number, since what
+    an agent computes from the clock (a bound a week before now, a year, a day count) cannot be traced
+    back to it; but that the task's tools could take a number does not excuse a reading no numeric work
+    followed (the clock read before a search by recency that takes no bound). The one
+    reading excused up front is a status check: a reading without arguments of the state a milestone's
+    tool writes (``get_wifi_status`` before ``set_wifi_status``), which informs whether to write at all.
+    Evidence of use comes from later actions only (parallel calls cannot use each other's results) and
+    from calls that were not malformed (a refused call did no work with its values). A call that changed
+    the world is never off task: settling nothing, it is a side effect for the safety judge to weigh.
 
     Args:
         ledger: Where faults go.
-        taken_types: JSON types of the arguments the milestones' tools take.
         milestone_tools: The tools the milestones name.
         limit: How many off-task suspicions are kept open at once.
     """
 
-    __slots__ = ("_done", "_ledger", "_limit", "_subjects", "_taken_types", "_unused", "_version")
+    __slots__ = ("_done", "_ledger", "_limit", "_subjects", "_unused", "_version")
 
-    def __init__(self, ledger: FaultLedger, taken_types: Collection[str], milestone_tools: Collection[str] = (), limit: int = 200) -> None:
+    def __init__(self, ledger: FaultLedger, milestone_tools: Collection[str] = (), limit: int = 200) -> None:
         self._ledger = ledger
-        self._taken_types = set(taken_types)
         self._subjects = {_subject(t) for t in milestone_tools}
         self._limit = limit
         self._version = 0  # database changes seen so far: a read repeated with the world unchanged is redundant
@@ -252,21 +261,18 @@ class CallRules:
         elif self._done.get(sig) == version and c.settled is None:
             fault = Fault(c.k_call, t, c.tool, "efficiency", "repeat",
                           f"{c.tool} repeats an earlier call with the same arguments while the world is unchanged")
-        if self._unused and c.arguments is not None:
+        if self._unused and c.arguments is not None and not c.structural:
             given = _leaves(c.arguments, set())
-            found = _given(given)
-            if any(v not in _TRIVIAL and _number(v) is not None for v in given):
-                self._results_used(lambda v: v == _READING or found(v))  # the agent went on to work with numbers
-            else:
-                self._results_used(found)
+            found, numeric = _given(given), bool(_numbers(given))  # numbers: the agent went on to work with numbers
+            self._results_used(lambda v: found(v) or (numeric and v == _READING), before=t)
         # Only a reading can be off task: a call that changed the world settling nothing is a side effect, which the
         # safety judge weighs (it may be a prerequisite the blueprint does not name, such as turning a service on).
-        if fault is None and c.settled is None and not owned and not c.mutated and not self._orientation(c) and len(self._unused) < self._limit:
+        if fault is None and c.settled is None and not owned and not c.mutated and not self._status_check(c) and len(self._unused) < self._limit:
             off = Fault(c.k_call, t, c.tool, "efficiency", "off_task", f"{c.tool} settles nothing, no milestone of the task "
                         "uses it and no later call or message used its result")
             made = {v for v in _leaves(c.result, set()) if v not in _TRIVIAL}
             if not c.arguments and _number(str(c.result)) is not None and not isinstance(c.result, bool):
-                made.add(_READING)  # a reading like the clock informs a later call that takes numbers
+                made.add(_READING)  # a reading like the clock informs later numbers computed from it
             self._unused[c.k_call] = (off, made)
         if fault is not None:
             self._ledger.add(fault)
@@ -293,15 +299,14 @@ class CallRules:
             for fault, _ in self._unused.values():
                 self._ledger.add(fault)
 
-    def _orientation(self, c: CallFacts) -> bool:
-        """Whether a call is a reading without arguments that may inform the task (see the class)."""
+    def _status_check(self, c: CallFacts) -> bool:
+        """Whether a call reads, without arguments, the state a milestone's tool writes (see the class)."""
         if c.arguments or c.mutated or isinstance(c.result, (Mapping, list, tuple)) or c.result is None:
             return False
-        if any(_subject(name) in self._subjects for name in (c.tool, c.canonical_tool) if name):
-            return True
-        return not isinstance(c.result, (bool, str)) and bool({"number", "integer"} & self._taken_types)
+        return any(_subject(name) in self._subjects for name in (c.tool, c.canonical_tool) if name)
 
-    def _results_used(self, used: Callable[[str], bool]) -> None:
-        """Forget the off-task suspicion of calls whose result a later call or message used."""
-        for k in [k for k, (_, values) in self._unused.items() if any(used(v) for v in values)]:
+    def _results_used(self, used: Callable[[str], bool], before: int | None = None) -> None:
+        """Forget the off-task suspicion of calls (of actions before ``before``, when given) whose result a later
+        call or message used."""
+        for k in [k for k, (f, values) in self._unused.items() if (before is None or f.t < before) and any(used(v) for v in values)]:
             del self._unused[k]

@@ -33,11 +33,10 @@ class BlueprintIndex:
         consumed: Milestone id -> the bindings it consumes.
         producers: Ids of milestones that produce a binding.
         minefield_summary: (id, tool, reason) of every minefield, for judges.
-        taken_types: JSON types of the arguments the milestones' tools take.
     """
 
     __slots__ = ("_enum_args", "_mines_by_tool", "blueprint", "by_id", "catalog", "consumed", "dominators", "idom", "minefield_summary",
-                 "order", "producers", "sha256_16", "taken_types", "tool_owners")
+                 "order", "producers", "sha256_16", "tool_owners")
 
     def __init__(self, blueprint: Blueprint) -> None:
         self.blueprint = blueprint
@@ -57,9 +56,6 @@ class BlueprintIndex:
             self.consumed[b.consumer].append(b)
         self.producers = {b.producer for b in blueprint.bindings}
         self.minefield_summary = tuple((f.id, f.tool, f.reason) for f in blueprint.minefields)
-        self.taken_types = {
-            str(p.get("type")) for m in blueprint.milestones for p in self.catalog.properties(m.tool).values() if isinstance(p, Mapping)
-        }
         self._enum_args: dict[str, frozenset[str]] = {}
         self.sha256_16 = hashlib.sha256(blueprint.to_json().encode()).hexdigest()[:16]
 

@@ -79,25 +79,73 @@ def test_a_change_no_milestone_names_is_a_side_effect_not_an_off_task_call() -> 
     assert r.report.faults == [] and stages(r)["a"].scores["safety"] < 1.0
 
 
-def test_a_clock_reading_is_orientation_only_where_the_task_takes_numbers() -> None:
-    """A reading without arguments whose unused result a milestone's tool could take (the clock before a search by
-    date) is not off task; the same reading in a task whose tools take no number is."""
-    clock = act("h", "op_clock", {}, value=1733000000.5)
-    dated = blueprint(["a"], extra_tools=[tool("op_clock")], milestones=[milestone("a", x="a")])
-    assert run(dated, [UserMessage("go"), *clock, *act("1", "op_a", {"x": "a"})]).report.faults == []
+CLOCK = act("h", "op_clock", {}, value=1733000000.5)
+DATED = blueprint(["a"], extra_tools=[tool("op_clock"), tool("op_search", since="number", year="integer", q="string")],
+                  milestones=[milestone("a", x="a")])
+
+
+def _faults(r: Any) -> list[tuple[int, int, str]]:
+    return [(f.k, f.t, f.cause) for f in r.report.faults]
+
+
+def test_an_unused_clock_reading_is_off_task_even_where_the_task_takes_numbers() -> None:
+    """Reading the clock and never using the reading (a search by recency that takes no bound) is the first error,
+    blamed once the finished run shows nothing used it, whether or not the task's tools could take a number."""
+    r = run(DATED, [UserMessage("what is my latest message?"), *CLOCK, *act("s", "op_search", {}, value=["msg-7"]),
+                    *act("1", "op_a", {"x": "a"}), AgentMessage("msg-7 is the latest")])
+    fe = r.report.first_error
+    assert r.report.outcome == "completed" and fe is not None and (fe.k, fe.t, fe.cause, fe.dimension) == (2, 1, "off_task", "efficiency")
+    assert [(f.tool, f.cause) for f in r.report.faults] == [("op_clock", "off_task")]  # the search's result was used
     texts = blueprint(["a"], extra_tools=[tool("op_clock")], milestones=[milestone("a", tool_name="op_text", x="a")])
     texts = texts.model_copy(update={"catalog": (tool("op_text", x="string"), tool("op_clock"))})
-    r = run(texts, [UserMessage("go"), *clock, *act("1", "op_text", {"x": "a"})])
-    assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task")]
+    assert _faults(run(texts, [UserMessage("go"), *CLOCK, *act("1", "op_text", {"x": "a"})])) == [(2, 1, "off_task")]
 
 
-def test_a_clock_reading_before_a_call_that_takes_a_number_is_orientation() -> None:
-    """The clock read before a search by date informs it, even when the search settles no milestone."""
-    texts = blueprint(["a"], milestones=[milestone("a", tool_name="op_text", x="a")])
-    texts = texts.model_copy(update={"catalog": (tool("op_text", x="string"), tool("op_clock"), tool("op_search", since="number"))})
-    events = [UserMessage("go"), *act("h", "op_clock", {}, value=1733000000.5), *act("s", "op_search", {"since": 631152000.0}, value=["msg-0042"]),
-              *act("1", "op_text", {"x": "a"}), AgentMessage("msg-0042 is the oldest")]
-    assert run(texts, events).report.faults == []
+def test_a_clock_reading_a_later_call_or_message_uses_is_not_off_task() -> None:
+    """The reading passed on as it is, a value computed from it (a bound a week earlier), or quoted to the user."""
+    week_ago = 1733000000.5 - 7 * 86400
+    for used in ([*act("s", "op_search", {"since": 1733000000.5}, value=["msg-7"]), AgentMessage("msg-7 is the latest")],
+                 [*act("s", "op_search", {"since": week_ago}, value=["msg-7"]), AgentMessage("msg-7 is the latest")],
+                 [AgentMessage("The clock reads 1733000000.5.")]):
+        assert run(DATED, [UserMessage("go"), *CLOCK, *used, *act("1", "op_a", {"x": "a"})]).report.faults == []
+
+
+def test_a_clock_reading_only_a_malformed_call_went_on_with_is_off_task() -> None:
+    """The wrong tool, then a malformed call, then the right call: the refused call's number is no evidence that the
+    reading was used, so the reading is the first error and the malformed call the next."""
+    events = [UserMessage("go"), *CLOCK, *act("m", "op_a", {"x": 12345}, exception="TypeError: x must be a string"),
+              *act("1", "op_a", {"x": "a"})]
+    r = run(DATED, events)
+    assert _faults(r) == [(2, 1, "off_task"), (4, 2, "malformed")]
+    assert r.report.first_error is not None and (r.report.first_error.k, r.report.first_error.t) == (2, 1)
+
+
+def test_a_parallel_call_cannot_use_the_reading_of_its_sibling() -> None:
+    """A search issued together with the clock read never saw the reading; the same search one action later did."""
+    search = ("s", "op_search", {"since": 1733000000.5 - 86400})
+    together = [UserMessage("go"), call("h", "op_clock", {}), call(*search), result("h", 1733000000.5), result("s", ["msg-7"]),
+                *act("1", "op_a", {"x": "a"}), AgentMessage("msg-7")]
+    assert _faults(run(DATED, together)) == [(2, 1, "off_task")]
+    after = [UserMessage("go"), *CLOCK, *act(*search, value=["msg-7"]), *act("1", "op_a", {"x": "a"}), AgentMessage("msg-7")]
+    assert run(DATED, after).report.faults == []
+
+
+def test_an_unused_clock_reading_is_not_blamed_in_a_run_cut_short() -> None:
+    """A run that did not settle every milestone cannot tell a reading never used from one not used yet."""
+    r = run(DATED, [UserMessage("go"), *CLOCK, *act("s", "op_search", {}, value=["m"])])
+    assert r.report.outcome == "incomplete" and r.report.faults == []
+
+
+def test_any_later_numeric_work_counts_as_using_a_clock_reading() -> None:
+    """What an agent computes from the clock cannot be traced back to it: a later call passing a number (a bound a day
+    before now, a fixed date, a year) counts as use; one passing only text does not."""
+    def events(args: dict[str, Any]) -> list[Any]:
+        return [UserMessage("go"), *CLOCK, *act("s", "op_search", args, value=["msg-0042"]), *act("1", "op_a", {"x": "a"}),
+                AgentMessage("msg-0042 is the one")]
+
+    for args in ({"since": 1733000000.5 - 86400}, {"since": 631152000.0}, {"year": 2024}):
+        assert run(DATED, events(args)).report.faults == []
+    assert _faults(run(DATED, events({"q": "dinner"}))) == [(2, 1, "off_task")]
 
 
 def test_reading_the_state_a_milestone_writes_is_a_check_but_an_unrelated_status_is_off_task() -> None:
@@ -271,3 +319,42 @@ def test_parallel_call_order_never_changes_the_report(calls: list[int], results:
     if low_x1:  # the 0.0 stage reaches the stop rules whatever its position among the action's stages
         assert reference.report.stop is not None and reference.report.stop.reason == "low_score"
 
+
+
+# Several actions of parallel calls: settling calls, a malformed one, the clock read together with a search (which
+# cannot have used it, so the reading is left unused), an unrelated read whose result a later action uses, the same read
+# again with the world unchanged and once more after a change (no repeat then), and another reading quoted to the user.
+NOW = 1733000000.5
+ACTIONS: tuple[tuple[tuple[str, str, dict[str, Any], Any, str | None], ...], ...] = (
+    (("a1x", "op_x1", {"x": "x1"}, "ok", None), ("a1c", "op_clock", {}, NOW, None), ("a1s", "op_search", {"since": NOW - 3600}, ["msg-0001"], None),
+     ("a1z", "op_zz", {"x": "q"}, "zz-7781", None), ("a1b", "op_y1", {"x": 7}, None, "TypeError: x must be a string")),
+    (("a2y", "op_y1", {"x": "y1"}, "ok", None), ("a2z", "op_zz", {"x": "q"}, "zz-7781", None)),
+    (("a3b", "op_battery", {}, 57, None), ("a3z", "op_zz", {"x": "q"}, "zz-7781", None)),
+    (("a4x", "op_x2", {"x": "x2"}, "ok", None), ("a4y", "op_y2", {"x": "y2"}, "ok", None), ("a4u", "op_zz", {"x": "zz-7781"}, "zz-done", None)),
+)
+CHANGES = {"a2y": (StateChange(namespace="SETTING", updated=(({"y": False}, {"y": True}),)),)}
+
+
+def _several_actions(orders: list[list[int]]) -> list[Any]:
+    events: list[Any] = [UserMessage("go")]
+    for i, batch in enumerate(ACTIONS):
+        calls, results = orders[2 * i], orders[2 * i + 1]
+        events += [call(batch[j][0], batch[j][1], batch[j][2]) for j in calls]
+        events += [result(batch[j][0], batch[j][3], exception=batch[j][4], changes=CHANGES.get(batch[j][0], ())) for j in results]
+    return [*events, AgentMessage("msg-0001 and zz-done; the battery is at 57 percent")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.tuples(*(st.permutations(range(len(batch))) for batch in ACTIONS for _ in "cr")), st.booleans())
+def test_parallel_call_order_in_every_action_never_changes_the_report(orders: tuple[list[int], ...], low_x1: bool) -> None:
+    """Several actions of parallel calls, each issued and answered in any order: the same stages, stop, faulty steps
+    and action of the first error, with the unused reads decided by later actions only and the repeat by the state."""
+    bp = blueprint(["x1", "x2", "y1", "y2"], [("x1", "x2"), ("y1", "y2")],
+                   extra_tools=[tool("op_zz", x="string"), tool("op_clock"), tool("op_battery"), tool("op_search", since="number")])
+    judges = {1: _ScoresX1Low()} if low_x1 else None
+    reference = run(bp, _several_actions([sorted(range(len(b))) for b in ACTIONS for _ in "cr"]), judges=judges)
+    permuted = run(bp, _several_actions(list(orders)), judges=judges)
+    assert _decisions(permuted.report) == _decisions(reference.report)
+    if not low_x1:  # the run finishes, so every unused reading is decided
+        assert [f[1:3] for f in _decisions(reference.report)["faults"]] == [
+            ("op_clock", "off_task"), ("op_y1", "malformed"), ("op_zz", "repeat")]
