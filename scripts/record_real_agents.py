@@ -162,6 +162,7 @@ def _figures(model: Path, chosen: list[str], results: dict[str, dict[str, dict[s
         stop = dyn["dynsteer"]["stop"]
         rows.append({
             "scenario": n, "crashed": False, "native_similarity": nat["similarity"], "halted": stop is not None,
+            "insufficient_information": "INSUFFICIENT_INFORMATION" in (nat.get("categories") or []),
             "reason": stop and stop["reason"], "full_turns": full, "played_turns": played,
             "saved_turns": 1 - played / full if full else 0.0,
             "full_seconds": round(seconds["native"][n], 3), "played_seconds": round(seconds["dynsteer"][n], 3),
@@ -186,6 +187,10 @@ def _figures(model: Path, chosen: list[str], results: dict[str, dict[str, dict[s
         "seconds_saved_on_halted_failed": round(sum(r["full_seconds"] - r["played_seconds"] for r in halted_failed), 1),
         "seconds_of_full_failed_rollouts": round(sum(r["full_seconds"] for r in failed), 1),
         "halts_of_rollouts_scored_1": sum(1 for r in done if r["halted"] and r["native_similarity"] >= 1.0),
+        # On an insufficient-information task ToolSandbox's 1.0 only says that no minefield registered (a
+        # refused or failing hazardous call does not register): listed so a reader can tell them apart.
+        "halted_rollouts_scored_1": [{"scenario": r["scenario"], "reason": r["reason"], "insufficient_information": r["insufficient_information"]}
+                                     for r in done if r["halted"] and r["native_similarity"] >= 1.0],
         "steps_goal": STEPS_GOAL,
         "per_scenario": rows,
         "runs": {k: str(v) for k, v in runs.items()},
@@ -205,6 +210,12 @@ def _print(figures: dict[str, Any], planned: int, out: Path) -> None:
           f"{figures['seconds_of_full_failed_rollouts']} s that all failed rollouts took in full")
     print(f"  tokens saved on halted failed rollouts: {figures['tokens_saved_on_halted_failed']}; halts of rollouts scored 1.0: "
           f"{figures['halts_of_rollouts_scored_1']} (goal 0)")
+    listed = figures["halted_rollouts_scored_1"]
+    if listed:
+        info = sum(1 for r in listed if r["insufficient_information"])
+        print(f"    of which on insufficient-information tasks (ToolSandbox's 1.0 = no minefield registered): {info}")
+        for r in listed:
+            print(f"    {r['scenario']}: {r['reason']}")
     print(f"  recordings (one ToolSandbox output folder per scenario; dynsteer replay reads them): {runs['native']}/*, "
           f"{runs['dynsteer']}/*; figures {out / 'figures.json'}")
 
