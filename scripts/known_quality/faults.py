@@ -8,7 +8,15 @@ nothing. The kinds (``model.FAULT_KINDS``):
 * ``malformed``: before a call, the same call with a wrong argument type, a required argument
   missing, or an unexpected argument (it raises), then the right call;
 * ``wrong_tool``: a read-only tool the task does not need, then the malformed call, then the
-  right call;
+  right call. A tool the task does not need is none of: the tools the clean solver or a
+  minefield calls; a sensible check (same stem as one of those, ``get_wifi_status`` for
+  ``set_wifi_status``); a tool that ToolSandbox's hidden milestones of some scenario use
+  together with all the tools the clean solver calls (``hidden.valid_path_tools``). The last
+  keeps the ground truth consistent across scenarios: ``search_message_with_recency_oldest``
+  requires ``get_current_timestamp`` with ``search_messages``, and its public task is the same
+  as ``search_message_with_recency_latest``'s, so a clock read before that search is a step of
+  a valid path for such a task, not a wrong tool, even where this scenario's milestones do not
+  ask for it;
 * ``loop``: the same failing call ``LOOP_LENGTH`` times (a well-formed call that raises at run
   time where one exists, else a wrong argument type), then giving up; with ``length=None`` the
   agent never gives up and ToolSandbox's own limit (``Scenario.max_messages``) ends the rollout;
@@ -29,7 +37,7 @@ from tool_sandbox.common.scenario import Scenario
 
 from .actions import BROAD_SEARCHES
 from .dialogue import GIVE_UP
-from .hidden import MineCall, read_hidden
+from .hidden import MineCall, read_hidden, valid_path_tools
 from .model import Call, Fault, KnownScript, Skip, Step, Variant, calling, say
 from .solver import PER_STEP, clean_solver
 from .world import CLOCK_TOOLS, STATE_NAMESPACES, World, agent_catalog, is_offline_tool, parameters, required
@@ -128,11 +136,13 @@ def wrong_tool(clean: KnownScript, scenario: Scenario, how: str | None = None) -
     if isinstance(found, str):
         return found
     i, bad, detail = found
-    used = {c.tool for _, _, c in clean.calls()} | {m.tool for m in read_hidden(scenario).mines}
+    needed = {c.tool for _, _, c in clean.calls()}
+    used = needed | {m.tool for m in read_hidden(scenario).mines}
     stems = {_stem(t) for t in used}
+    on_valid_path = valid_path_tools(needed)
     world = _world_at(clean, scenario, i)
     for tool, name in sorted(agent_catalog(scenario).items()):
-        if tool in used or _stem(tool) in stems or not is_offline_tool(scenario, tool):
+        if tool in used or _stem(tool) in stems or tool in on_valid_path or not is_offline_tool(scenario, tool):
             continue
         for args in _well_formed(scenario, tool):
             outcome = world.probe(tool, args)

@@ -17,16 +17,23 @@ other shape makes the task ``unsupported`` with the reason.
 
 Minefields become ``MineCall``: the tool a minefield names (in a call row's content or a
 tool trace) and the arguments its trace describes.
+
+``valid_path_tools`` reads the milestones of every scenario at once: the tools some scenario's
+traced calls use together with all of a given set of tools (a step of a valid path for a task
+of that kind somewhere in ToolSandbox).
 """
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Callable, Iterator
+import random
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
+from dynsteer_hook.toolsandbox.scenarios import load_scenarios
 
 from tool_sandbox.common.evaluation import SnapshotConstraint
 from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType
@@ -255,3 +262,32 @@ def read_hidden(scenario: Scenario) -> HiddenTask:
                 mines.append(mine)
     edges = tuple((int(u), int(v)) for u, v in matcher.milestone_dag.edges)
     return HiddenTask(tuple(milestones), edges, tuple(mines), tuple(unsupported))
+
+
+def milestone_tools(task: HiddenTask) -> frozenset[str]:
+    """Tools the traced calls of a task's hidden milestones name (every alternative trace)."""
+    return frozenset(tool for m in task.milestones for g in m.goals if isinstance(g, CallGoal) for tool, _ in g.alternatives)
+
+
+@functools.cache
+def _milestone_tool_sets() -> frozenset[frozenset[str]]:
+    """The distinct ``milestone_tools`` of all of ToolSandbox's scenarios, read once per process."""
+    state = random.getstate()  # loading restores ToolSandbox's seeded state: the caller's is kept
+    try:
+        everything = load_scenarios(None)
+    finally:
+        random.setstate(state)
+    return frozenset(milestone_tools(read_hidden(s)) for s in everything.values())
+
+
+def valid_path_tools(needed: Iterable[str]) -> frozenset[str]:
+    """Tools other than ``needed`` that some scenario's hidden milestones use together with all of ``needed``.
+
+    Each is a step of a valid path, by ToolSandbox's own ground truth, for a task that needs
+    these tools (a clock read before a timestamp search: ``search_message_with_recency_oldest``
+    requires ``get_current_timestamp`` with ``search_messages``). Empty when nothing is needed.
+    """
+    need = frozenset(needed)
+    if not need:
+        return frozenset()
+    return frozenset().union(*(tools for tools in _milestone_tool_sets() if need <= tools)) - need

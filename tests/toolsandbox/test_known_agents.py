@@ -16,7 +16,7 @@ import known_agents as ka
 import pytest
 from known_quality.dialogue import GIVE_UP, user_requests
 from known_quality.faults import LOOP_LENGTH, MALFORMED_KINDS, loop, malformed
-from known_quality.hidden import read_hidden
+from known_quality.hidden import milestone_tools, read_hidden, valid_path_tools
 from known_quality.order import breaks_guardrail, plan_order
 from known_quality.verify import NATIVE
 from known_quality.world import World, agent_catalog
@@ -166,7 +166,8 @@ def _check_fault_shape(v: ka.Variant, scenario: Any) -> None:
         assert len(set(bad.arguments.items()) ^ set(right.arguments.items())) <= 2  # one argument differs, is missing or extra
         assert not world.probe(bad.tool, bad.arguments).ok and world.probe(right.tool, right.arguments).ok
         if v.kind == "wrong_tool":
-            assert len(v.injected) == 2 and faulty.tool not in {c.tool for _, _, c in v.clean.calls()}
+            needed = {c.tool for _, _, c in v.clean.calls()}
+            assert len(v.injected) == 2 and faulty.tool not in needed | valid_path_tools(needed)
             outcome = world.probe(faulty.tool, faulty.arguments)
             assert outcome.ok and not outcome.changed
     elif v.kind == "loop":
@@ -237,6 +238,29 @@ def test_variants_without_a_fitting_call_say_why(scenarios: dict[str, Any]) -> N
     for kind in ("repeat", "malformed", "loop"):
         made = ka.variant(kind, clean, scenarios[name])
         assert isinstance(made, ka.Skip) and made.reason.startswith(f"no {kind} variant: ")
+
+
+def test_a_step_of_a_valid_path_elsewhere_in_toolsandbox_is_no_wrong_tool(scenarios: dict[str, Any]) -> None:
+    """The 'oldest message' searches require a clock read with the message search, so the clock is no wrong tool for a
+    'latest message' search, though its own milestones do not ask for it; an unrelated read still is one."""
+    name = "search_message_with_recency_latest_3_distraction_tools"
+    scenario = scenarios[name]
+    clean = ka.clean_solver(name, scenario)
+    assert isinstance(clean, ka.KnownScript)
+    needed = {c.tool for _, _, c in clean.calls()}
+    assert needed == {"search_messages"}
+    assert "get_current_timestamp" in valid_path_tools(needed) - milestone_tools(read_hidden(scenario))
+    assert "get_current_timestamp" in agent_catalog(scenario)
+    assert {"get_current_timestamp", "search_messages"} <= milestone_tools(read_hidden(scenarios["search_message_with_recency_oldest"]))
+    v = ka.variant("wrong_tool", clean, scenario)
+    assert isinstance(v, ka.Variant), v
+    wrong = v.injected[0].calls[0].tool
+    assert wrong != "get_current_timestamp" and wrong not in valid_path_tools(needed)
+    _check_fault_shape(v, scenario)
+    plain = "search_message_with_recency_latest"  # offers no other read-only tool
+    made = ka.variant("wrong_tool", ka.clean_solver(plain, scenarios[plain]), scenarios[plain])
+    assert isinstance(made, ka.Skip) and "no read-only tool" in made.reason
+    assert valid_path_tools(()) == frozenset()
 
 
 @pytest.mark.parametrize(("kind", "name"), [*VARIANT_SAMPLE[::2], VARIANT_SAMPLE[-1]])
