@@ -122,7 +122,8 @@ def _finish(results: list[dict[str, Any]], out: Path) -> int:
         print(f"dynsteer: interrupted: {stopped['finished']} scenario(s) finished, {len(stopped[IN_FLIGHT])} stopped while playing "
               f"(reports marked interrupted), {len(stopped[NOT_STARTED])} not started; summaries in {out}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    faulty = [r["name"] for r in results if (r.get("dynsteer") or {}).get("incomplete_logs") or not (r.get("dynsteer") or {}).get("report_written", True)]
+    # Files that could not be written (a report the evaluator never made is a crash, said in its verdict).
+    faulty = [r["name"] for r in results if (r.get("dynsteer") or {}).get("incomplete_logs") or (r.get("dynsteer") or {}).get("report_error")]
     if faulty:
         first = next(r["dynsteer"] for r in results if r["name"] == faulty[0])
         why = first["report_error"] or first["incomplete_logs"][0]["reason"]

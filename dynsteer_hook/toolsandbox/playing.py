@@ -129,8 +129,13 @@ def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOption
     sink = _open_log(trajectory / AUDIT_LOG)
     log = EventLog(_open_log(trajectory / EVENTS_FILE)) if options.write_events else None
     try:
-        judges = options.judges.build()
-        evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
+        try:
+            judges = options.judges.build()
+            evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
+        except Exception as exc:  # nothing was played: the scenario is a crash with the evaluator's error
+            for role in roles.values():
+                role.teardown()
+            return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=0, seconds=0.0, spent=0.0)
         if log is not None:
             log.meta(task=name, blueprint=str(blueprint_path(directory, name).name))
 
@@ -162,7 +167,11 @@ def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOption
             result = ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
         seconds = time.perf_counter() - start
         with control.held():
-            report = evaluator.finish(crash=result.crash_reason(), interrupted=result.interrupted is not None)
+            try:
+                report = evaluator.finish(crash=result.crash_reason(), interrupted=result.interrupted is not None)
+            except Exception as exc:  # a report that cannot be built makes the scenario a crash, not the run
+                return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=session.rows_seen,
+                                         seconds=seconds, spent=spent[0])
             gaps = tuple(g for g in (_log_gap(sink, AUDIT_LOG), log and _log_gap(log.sink, EVENTS_FILE)) if g)
             report = with_files(report, stale=stale, incomplete_logs=gaps)
             try:
@@ -184,6 +193,16 @@ def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOption
     cache = judge_cache_stats(judges)
     if cache is not None:
         result.dynsteer = result.dynsteer.model_copy(update={"judge_cache": cache})
+    return _with_llm_spending(result, roles)
+
+
+def _evaluator_failed(name: str, scenario: Scenario, exc: Exception, roles: dict[RoleType, BaseRole], *, stale: bool,
+                      rows_seen: int, seconds: float, spent: float) -> ScenarioResult:
+    """A scenario whose evaluator could not be built or could not finish: a crash with the evaluator's error and its
+    traceback, and a ``crashed`` dynsteer block without a report."""
+    result = ScenarioResult.crashed(name, scenario.categories, exc, scenario.max_messages)
+    result.dynsteer = DynsteerBlock.failed(result.crash_reason() or type(exc).__name__, stale=stale, rows_seen=rows_seen,
+                                           max_messages=scenario.max_messages, seconds=seconds, evaluator_seconds=spent)
     return _with_llm_spending(result, roles)
 
 

@@ -98,6 +98,19 @@ class DynsteerBlock(BaseModel):
         )
 
 
+    @classmethod
+    def failed(cls, crash: str, *, stale: bool, rows_seen: int, max_messages: int, seconds: float,
+               evaluator_seconds: float) -> DynsteerBlock:
+        """The block of a scenario whose evaluator could not be built or could not finish its report: no report,
+        outcome ``crashed`` with the evaluator's error as the reason."""
+        return cls(
+            outcome="crashed", crash=crash, halted=False, stop=None, score=0.0, settled=[], unsettled=[], first_error=None,
+            stage_dimensions_by_tier={}, stages=0, k=0, t=0, rows_seen=rows_seen, max_messages=max_messages,
+            scripted_steps_not_played=None, rollout_seconds=round(seconds, 4), evaluator_seconds=round(evaluator_seconds, 4),
+            blueprint=None, blueprint_stale=stale, incomplete_logs=[], report_written=False, report_error=None,
+        )
+
+
 class ScenarioResult(BaseModel):
     """One played (or stopped) scenario; fields that were never set stay out of its record."""
 

@@ -70,3 +70,50 @@ def test_an_evaluator_bug_ends_the_rollout_as_a_crash_with_its_reason_and_trajec
     summary = json.loads((out / "dynsteer_summary.json").read_text())
     assert summary["crashed"] == 1 and summary["outcomes"] == {"completed": 1, "crashed": 1}
     assert summary["mean_score"] == results[A]["dynsteer"]["score"]  # a crash is not judged
+
+
+@pytest.mark.parametrize("where", ["finish", "build"])
+def test_an_evaluator_that_cannot_be_built_or_cannot_finish_makes_that_scenario_a_crash(
+    where: str, scenarios: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report builder (``finish``) or the evaluator's construction raises for one scenario: that scenario is a crash
+    with the error as its reason and a ``crashed`` dynsteer block without a report; the run and the other scenario go on."""
+    if where == "finish":
+        real_finish = Evaluator.finish
+
+        def finish(self: Evaluator, *args: Any, **kwargs: Any) -> Any:
+            if self.blueprint.task == B:
+                raise KeyError("evaluator bug: a stage without its window")
+            return real_finish(self, *args, **kwargs)
+
+        monkeypatch.setattr(Evaluator, "finish", finish)
+    else:
+        real_init = Evaluator.__init__
+
+        def init(self: Evaluator, blueprint: Any, *args: Any, **kwargs: Any) -> None:
+            if blueprint.task == B:
+                raise KeyError("evaluator bug: a stage without its window")
+            real_init(self, blueprint, *args, **kwargs)
+
+        monkeypatch.setattr(Evaluator, "__init__", init)
+    code = main(["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"),
+                 "-s", A, B, "-p", "1", "-o", str(tmp_path), "--blueprints", str(BLUEPRINTS)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Traceback" not in captured.err and "free some space" not in captured.err
+    verdicts = {line.split(":", 1)[0]: line for line in captured.out.splitlines() if line.startswith((A + ":", B + ":"))}
+    assert verdicts[B].startswith(f"{B}: crashed (KeyError: 'evaluator bug: a stage without its window')"), verdicts[B]
+    assert "report not written" in verdicts[B]
+    assert "crashed" not in verdicts[A] and "ToolSandbox similarity 1.000" in verdicts[A]
+
+    [out] = [p for p in tmp_path.iterdir() if p.is_dir()]
+    results = {r["name"]: r for r in json.loads((out / "result_summary.json").read_text())["per_scenario_results"]}
+    assert results[B]["exception_type"] == "KeyError" and results[B]["similarity"] == 0
+    assert "evaluator bug" in results[B]["traceback"]
+    block = results[B]["dynsteer"]
+    assert block["outcome"] == "crashed" and block["crash"] == "KeyError: 'evaluator bug: a stage without its window'"
+    assert block["score"] == 0 and not block["report_written"] and block["report_error"] is None
+    assert not (out / "trajectories" / B / "dynsteer_report.json").exists()
+    assert results[A]["dynsteer"]["outcome"] == "completed" and results[A]["dynsteer"]["report_written"]
+    summary = json.loads((out / "dynsteer_summary.json").read_text())
+    assert summary["crashed"] == 1 and summary["outcomes"] == {"completed": 1, "crashed": 1}
