@@ -15,10 +15,10 @@ import pytest
 
 
 def unavailable(reason: str) -> NoReturn:
-    """Skip the test, or fail it when every optional tool is required (CI)."""
+    """Skip the test (or, called at import, its whole module), or fail it when every optional tool is required (CI)."""
     if os.environ.get("DYNSTEER_REQUIRE_ALL") == "1":
         pytest.fail(f"{reason}; CI requires it (scripts/setup.sh installs it)", pytrace=False)
-    pytest.skip(reason)
+    pytest.skip(reason, allow_module_level=True)
 
 
 def need_module(name: str, reason: str) -> ModuleType:
