@@ -12,7 +12,9 @@ unparseable arguments and treats the call as malformed, as it would from any pro
 It also shows the model the conversation as it was: the stock template renders a ``tool`` message as
 an empty, unterminated block, so each one is passed to it as a user message that names the call it
 answers; and the template HTML-escapes every text (a quote in an earlier argument comes back as
-``&#39;``, which the model then copies into new arguments), so texts are handed to it as already safe.
+``&#39;``, which the model then copies into new arguments), so texts are handed to it as already safe,
+with one exception: the template's own role markers (``<|im_start|>``, ``<|im_end|>``) are broken up
+wherever a message carries them, so a tool result or an argument cannot open a turn of its own.
 """
 
 from __future__ import annotations
@@ -62,6 +64,11 @@ def _empty_completion() -> dict[str, Any]:
     }
 
 
+def _verbatim(text: str) -> Markup:
+    """A message's text for the template: not HTML-escaped, but no ChatML marker survives in it."""
+    return Markup(text.replace("<|", "< |"))
+
+
 def _as_written(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Messages the stock template renders verbatim: tool results as user messages, texts marked safe."""
     names: dict[str, str] = {}
@@ -72,7 +79,7 @@ def _as_written(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for call in message.get("tool_calls") or []:
             function = dict(call.get("function") or {})
             names[str(call.get("id"))] = str(function.get("name", ""))
-            function["arguments"] = Markup(str(function.get("arguments") or ""))
+            function["arguments"] = _verbatim(str(function.get("arguments") or ""))
             calls.append({**call, "function": function})
         if calls:
             message["tool_calls"] = calls
@@ -80,7 +87,7 @@ def _as_written(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             name = names.get(str(message.get("tool_call_id")), "") or "the call"
             message = {"role": "user", "content": f"Result of {name}:\n{message.get('content') or ''}"}
         if isinstance(message.get("content"), str):
-            message["content"] = Markup(message["content"])
+            message["content"] = _verbatim(message["content"])
         out.append(message)
     return out
 
