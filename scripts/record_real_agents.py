@@ -88,7 +88,7 @@ def serve(model: Path, chat_format: str | None, n_ctx: int, log: Path, threads: 
     raise SystemExit(f"llama.cpp server did not start within 120 s; see {log}")
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
     """Stop the server; a generation abandoned at a deadline can keep it busy, so kill it if it does not stop."""
     proc.terminate()
     try:
@@ -270,7 +270,7 @@ def main() -> int:
                     # A generation abandoned at the turn's deadline can keep the server busy and the next
                     # requests would queue behind it. A fresh server for the next rollout.
                     restarts += 1
-                    _stop(proc)
+                    stop_server(proc)
                     proc, base = serve(model, args.chat_format, args.n_ctx, args.out / f"server-{restarts + 1}.log", args.threads)
                     settings = replace(settings, api_base=base)
             print(f"[{i}/{len(chosen)}] {n}: native {seconds['native'][n]:.0f} s, dynsteer {seconds['dynsteer'][n]:.0f} s", flush=True)
@@ -280,7 +280,7 @@ def main() -> int:
                 print(f"time budget of {args.time_budget:g} s spent: stopping after {i} of {len(chosen)} scenarios", flush=True)
                 break
     finally:
-        _stop(proc)
+        stop_server(proc)
 
     figures = _figures(model, chosen, results, seconds, runs)
     _print(figures, len(chosen), args.out)

@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import record_real_agents
 from needs import need_module, unavailable
 from ts_support import A
 
@@ -32,7 +28,6 @@ from dynsteer_hook.storage import load_blueprint
 pytestmark = [pytest.mark.toolsandbox, pytest.mark.slow]
 
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-BOUNDED_SERVER = Path(__file__).resolve().parents[2] / "scripts" / "llama_server.py"  # llama.cpp's server + a bounded format
 
 
 def _gguf() -> Path:
@@ -47,57 +42,32 @@ def _gguf() -> Path:
     return path
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def smollm2(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
-    """A llama.cpp server with SmolLM2 on 127.0.0.1: (api_base, seconds until ready)."""
-    yield from _serve(tmp_path_factory, [])
+    """A llama.cpp server with SmolLM2 on 127.0.0.1 and the model's own chat template: (api_base, seconds until ready)."""
+    yield from _serve(tmp_path_factory, None)
 
 
 @pytest.fixture(scope="module")
 def smollm2_tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, float]]:
     """The same model behind the documented tool-calling server: scripts/llama_server.py with the bounded ChatML
     function-calling format (SmolLM2's template is ChatML)."""
-    yield from _serve(tmp_path_factory, ["--chat_format", "chatml-function-calling-bounded"], [str(BOUNDED_SERVER)])
+    yield from _serve(tmp_path_factory, "chatml-function-calling-bounded")
 
 
-def _serve(tmp_path_factory: pytest.TempPathFactory, extra: list[str],
-           program: list[str] | None = None) -> Iterator[tuple[str, float]]:
+def _serve(tmp_path_factory: pytest.TempPathFactory, chat_format: str | None) -> Iterator[tuple[str, float]]:
+    """The server as scripts/record_real_agents.py starts it (model alias ``local``)."""
     gguf = _gguf()
-    port = _free_port()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
-    cmd = [sys.executable, *(program or ["-m", "llama_cpp.server"]), "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", "8192", "--n_threads", str(os.cpu_count() or 1), "--model_alias", "smollm2", *extra]
     start = time.perf_counter()
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     try:
-        base = f"http://127.0.0.1:{port}/v1"
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"llama.cpp server exited with {proc.returncode}: {log_path.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"{base}/models", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.perf_counter() - start > 120:
-                pytest.fail(f"llama.cpp server not ready after 120 s: {log_path.read_text()[-2000:]}")
-            time.sleep(0.2)
+        proc, base = record_real_agents.serve(gguf, chat_format, 8192, log_path)
+    except SystemExit as exc:
+        pytest.fail(f"{exc}: {log_path.read_text()[-2000:]}")
+    try:
         yield base, time.perf_counter() - start
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        record_real_agents.stop_server(proc)
 
 
 def test_smollm2_compiles_a_toolsandbox_blueprint(
@@ -106,7 +76,7 @@ def test_smollm2_compiles_a_toolsandbox_blueprint(
     """`dynsteer compile` with the real model and the generator: a stored blueprint whose provenance lists the model and its tokens."""
     base, ready_s = smollm2
     start = time.perf_counter()
-    code = main(["compile", "-s", A, "--model", "openai/smollm2", "--api-base", base, "-c", "1", "--min-valid", "1",
+    code = main(["compile", "-s", A, "--model", "openai/local", "--api-base", base, "-c", "1", "--min-valid", "1",
                  "--max-tokens", "256", "--timeout", "900", "--max-retries", "0", "--out", str(tmp_path)])
     compile_s = time.perf_counter() - start
     out, err = capsys.readouterr()
@@ -115,7 +85,7 @@ def test_smollm2_compiles_a_toolsandbox_blueprint(
     assert code == 0, out + err
     prov = load_blueprint(tmp_path / f"{A}.json").provenance
     assert prov is not None
-    assert "openai/smollm2" in prov.models and "dynsteer-llm@1" in prov.generators
+    assert "openai/local" in prov.models and "dynsteer-llm@1" in prov.generators
     assert prov.tokens is not None and prov.tokens > 0
     assert prov.cost_usd == 0.0  # litellm has no price for a local model
     assert prov.candidates == 2 and prov.valid_candidates >= 1
@@ -130,7 +100,7 @@ def test_smollm2_plays_the_agent_of_a_live_rollout(
     script = tmp_path / "users.json"
     script.write_text(json.dumps({A: {"agent": [], "user": []}}))
     start = time.perf_counter()
-    code = main(["run", "--agent", "LiteLLM", "--agent-model", "openai/smollm2", "--agent-api-base", base, "--agent-max-tokens", "256",
+    code = main(["run", "--agent", "LiteLLM", "--agent-model", "openai/local", "--agent-api-base", base, "--agent-max-tokens", "256",
                  "--agent-timeout", "600", "--user", "Scripted", "--script", str(script), "-s", A, "-p", "1", "-o", str(tmp_path / "out")])
     seconds = time.perf_counter() - start
     out = capsys.readouterr().out
@@ -141,7 +111,7 @@ def test_smollm2_plays_the_agent_of_a_live_rollout(
     run = next((tmp_path / "out").iterdir())
     result = json.loads((run / "result_summary.json").read_text())["per_scenario_results"][0]
     assert result["exception_type"] is None
-    assert result["agent_llm"]["model"] == "openai/smollm2" and result["agent_llm"]["calls"] >= 1
+    assert result["agent_llm"]["model"] == "openai/local" and result["agent_llm"]["calls"] >= 1
     assert result["agent_llm"]["completion_tokens"] > 0
     report = json.loads((run / "trajectories" / A / "dynsteer_report.json").read_text())
     tool_steps = [s for s in report["steps"] if s["kind"] == "tool"]
