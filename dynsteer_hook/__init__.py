@@ -2,38 +2,107 @@
 
 The public API of the pure core, plus file helpers. ToolSandbox integration lives in
 ``dynsteer_hook.toolsandbox``; language-model calls in ``dynsteer_hook.llm``.
+
+Names are imported when first used (PEP 562), so ``import dynsteer_hook`` and the command line
+start without loading the parts a command does not need.
 """
 
-from dynsteer_hook.blueprint import (
-    AGENT_MESSAGE_TOOL,
-    Binding,
-    Blueprint,
-    Edge,
-    Milestone,
-    MilestoneEvidence,
-    Minefield,
-    StatePredicate,
-    ToolSpec,
-    parse_blueprint,
-)
-from dynsteer_hook.catalog import ToolCatalog
-from dynsteer_hook.compile.compiler import compile_blueprint
-from dynsteer_hook.compile.consensus import Candidate, ConsensusResult, build_consensus
-from dynsteer_hook.compile.validation import ContractViolation, validate_blueprint
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
-from dynsteer_hook.errors import BlueprintError, ConsensusError, DynsteerError, EventFileError, Halt
-from dynsteer_hook.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.judges.base import DimensionScore, Judge, JudgeRequest, Verdict
-from dynsteer_hook.judges.tier1 import Tier1Judge
-from dynsteer_hook.predicates import ArgPredicate
-from dynsteer_hook.report import AuditSink, ListSink, Report, StageRecord, StopRecord, render_markdown
-from dynsteer_hook.runtime.clock import ClosedAction, DualClock
-from dynsteer_hook.runtime.evaluator import Evaluator
-from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
-from dynsteer_hook.storage import JsonlSink, load_blueprint, read_events, save_blueprint, write_report
-from dynsteer_hook.task_view import TaskView
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dynsteer_hook.blueprint import (
+        AGENT_MESSAGE_TOOL,
+        Binding,
+        Blueprint,
+        Edge,
+        Milestone,
+        MilestoneEvidence,
+        Minefield,
+        StatePredicate,
+        ToolSpec,
+        parse_blueprint,
+    )
+    from dynsteer_hook.catalog import ToolCatalog
+    from dynsteer_hook.compile.compiler import compile_blueprint
+    from dynsteer_hook.compile.consensus import Candidate, ConsensusResult, build_consensus
+    from dynsteer_hook.compile.validation import ContractViolation, validate_blueprint
+    from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
+    from dynsteer_hook.errors import BlueprintError, ConsensusError, DynsteerError, EventFileError, Halt
+    from dynsteer_hook.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
+    from dynsteer_hook.judges.base import DimensionScore, Judge, JudgeRequest, Verdict
+    from dynsteer_hook.judges.tier1 import Tier1Judge
+    from dynsteer_hook.predicates import ArgPredicate
+    from dynsteer_hook.report import AuditSink, ListSink, Report, StageRecord, StopRecord, render_markdown
+    from dynsteer_hook.runtime.clock import ClosedAction, DualClock
+    from dynsteer_hook.runtime.evaluator import Evaluator
+    from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
+    from dynsteer_hook.storage import JsonlSink, load_blueprint, read_events, save_blueprint, write_report
+    from dynsteer_hook.task_view import TaskView
 
 __version__ = "0.1.0"
+
+# Each public name and the module that defines it.
+_HOMES: dict[str, str] = {
+    "AGENT_MESSAGE_TOOL": "dynsteer_hook.blueprint",
+    "DEFAULT_STOP_RULES": "dynsteer_hook.runtime.stop_rules",
+    "DIMENSIONS": "dynsteer_hook.config",
+    "AgentMessage": "dynsteer_hook.events",
+    "ArgPredicate": "dynsteer_hook.predicates",
+    "AuditSink": "dynsteer_hook.report",
+    "Binding": "dynsteer_hook.blueprint",
+    "Blueprint": "dynsteer_hook.blueprint",
+    "BlueprintError": "dynsteer_hook.errors",
+    "Candidate": "dynsteer_hook.compile.consensus",
+    "ClosedAction": "dynsteer_hook.runtime.clock",
+    "ConsensusError": "dynsteer_hook.errors",
+    "ConsensusResult": "dynsteer_hook.compile.consensus",
+    "ContractViolation": "dynsteer_hook.compile.validation",
+    "DimensionScore": "dynsteer_hook.judges.base",
+    "DualClock": "dynsteer_hook.runtime.clock",
+    "DynsteerError": "dynsteer_hook.errors",
+    "Edge": "dynsteer_hook.blueprint",
+    "Evaluator": "dynsteer_hook.runtime.evaluator",
+    "EvaluatorConfig": "dynsteer_hook.config",
+    "Event": "dynsteer_hook.events",
+    "EventFileError": "dynsteer_hook.errors",
+    "Halt": "dynsteer_hook.errors",
+    "JsonlSink": "dynsteer_hook.storage",
+    "Judge": "dynsteer_hook.judges.base",
+    "JudgeRequest": "dynsteer_hook.judges.base",
+    "ListSink": "dynsteer_hook.report",
+    "Milestone": "dynsteer_hook.blueprint",
+    "MilestoneEvidence": "dynsteer_hook.blueprint",
+    "Minefield": "dynsteer_hook.blueprint",
+    "Report": "dynsteer_hook.report",
+    "StageRecord": "dynsteer_hook.report",
+    "StateChange": "dynsteer_hook.events",
+    "StatePredicate": "dynsteer_hook.blueprint",
+    "StopContext": "dynsteer_hook.runtime.stop_rules",
+    "StopDecision": "dynsteer_hook.runtime.stop_rules",
+    "StopRecord": "dynsteer_hook.report",
+    "StopRule": "dynsteer_hook.runtime.stop_rules",
+    "SystemMessage": "dynsteer_hook.events",
+    "TaskView": "dynsteer_hook.task_view",
+    "Tier1Judge": "dynsteer_hook.judges.tier1",
+    "ToolCall": "dynsteer_hook.events",
+    "ToolCatalog": "dynsteer_hook.catalog",
+    "ToolResult": "dynsteer_hook.events",
+    "ToolSpec": "dynsteer_hook.blueprint",
+    "UserMessage": "dynsteer_hook.events",
+    "Verdict": "dynsteer_hook.judges.base",
+    "build_consensus": "dynsteer_hook.compile.consensus",
+    "compile_blueprint": "dynsteer_hook.compile.compiler",
+    "load_blueprint": "dynsteer_hook.storage",
+    "parse_blueprint": "dynsteer_hook.blueprint",
+    "read_events": "dynsteer_hook.storage",
+    "render_markdown": "dynsteer_hook.report",
+    "save_blueprint": "dynsteer_hook.storage",
+    "validate_blueprint": "dynsteer_hook.compile.validation",
+    "write_report": "dynsteer_hook.storage",
+}
 
 __all__ = [
     "AGENT_MESSAGE_TOOL",
@@ -93,3 +162,16 @@ __all__ = [
     "validate_blueprint",
     "write_report",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'dynsteer_hook' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_HOMES))

@@ -4,4 +4,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-"${PYTHON:-python3}" -m dynsteer_hook.cli demo "$@"
+source scripts/python.sh
+"$PY" -m dynsteer_hook.cli demo "$@"

@@ -2,12 +2,17 @@
 # Set up dynsteer-hook for development on a fresh machine: the package with its test
 # tools, ToolSandbox's runtime needs, and ToolSandbox itself (installed with --no-deps).
 #
-#   PYTHON=python3.11 bash scripts/setup.sh        # pick the interpreter (default: python3)
-#   TOOLSANDBOX_SRC=/path/to/ToolSandbox bash scripts/setup.sh   # offline: a local clone
+# It installs into the active virtual environment, or into .venv in the checkout (created here).
+#
+#   PYTHON=/path/to/python bash scripts/setup.sh   # install into that interpreter instead
+#   TOOLSANDBOX_SRC=/path/to/ToolSandbox bash scripts/setup.sh   # offline: a local clone or wheel
 #   LOCAL_LLM=1 bash scripts/setup.sh              # also the real small model (llama.cpp + SmolLM2)
+#
+# ToolSandbox (not on PyPI) comes from, in this order: an installation already there, TOOLSANDBOX_SRC,
+# GitHub at the declared revision, a wheel of that revision in shared/toolsandbox/ beside the checkout.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY="${PYTHON:-python3}"
+source scripts/python.sh
 
 PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
 EXTRAS="dev,toolsandbox,ray"
@@ -56,18 +61,25 @@ if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 &
         || echo "setup: chromium could not be installed; the browser tests will skip (and fail in CI)" >&2
 fi
 
+REVISION="165848b9a78cead7ca7fe7c89c688b58e6501219"
+BESIDE="$(cd .. && pwd)/shared/toolsandbox"
 if "$PY" -c "import tool_sandbox.scenarios" >/dev/null 2>&1; then
     echo "setup: ToolSandbox already installed for $("$PY" -c 'import sys; print(sys.executable)')"
 elif [ -n "${TOOLSANDBOX_SRC:-}" ]; then
-    echo "setup: installing ToolSandbox from the local clone $TOOLSANDBOX_SRC (--no-deps)"
+    echo "setup: installing ToolSandbox from $TOOLSANDBOX_SRC (--no-deps)"
     "$PY" -m pip install --quiet --disable-pip-version-check --no-deps "$TOOLSANDBOX_SRC"
 else
-    echo "setup: installing ToolSandbox from GitHub (--no-deps)"
-    if ! "$PY" -m pip install --quiet --disable-pip-version-check --no-deps -r scripts/requirements-toolsandbox.txt; then
-        echo "setup: ToolSandbox could not be installed from GitHub. Without internet, clone" >&2
-        echo "       https://github.com/apple/ToolSandbox elsewhere, check out 165848b9a78cead7ca7fe7c89c688b58e6501219," >&2
-        echo "       and rerun with TOOLSANDBOX_SRC=/path/to/that/clone." >&2
+    echo "setup: installing ToolSandbox $REVISION from GitHub (--no-deps)"
+    if timeout 600 "$PY" -m pip install --quiet --disable-pip-version-check --no-deps -r scripts/requirements-toolsandbox.txt 2>/dev/null; then
+        :
+    elif wheel="$(ls "$BESIDE"/tool_sandbox-*.whl 2>/dev/null | head -1)" && [ -n "$wheel" ]; then
+        echo "setup: GitHub did not answer; installing ToolSandbox from the wheel $wheel (--no-deps)"
+        "$PY" -m pip install --quiet --disable-pip-version-check --no-deps "$wheel"
+    else
+        echo "setup: ToolSandbox could not be installed: not from GitHub, and no wheel lies in $BESIDE." >&2
+        echo "       Clone https://github.com/apple/ToolSandbox elsewhere, check out $REVISION," >&2
+        echo "       and rerun with TOOLSANDBOX_SRC=/path/to/that/clone (or to a wheel built from it)." >&2
         exit 1
     fi
 fi
-"$PY" -c "import tool_sandbox.scenarios" || { echo "setup: tool_sandbox still does not import" >&2; exit 1; }
+"$PY" -c "import tool_sandbox.scenarios" || { echo "setup: tool_sandbox still does not import in $PY" >&2; exit 1; }
