@@ -18,7 +18,8 @@ from dynsteer_hook.errors import DynsteerError
 
 def threshold_fields() -> dict[str, type]:
     """The fields of ``EvaluatorConfig`` that are plain numbers, with their type (each is a flag)."""
-    return {name: f.annotation for name, f in EvaluatorConfig.model_fields.items() if f.annotation in (int, float)}
+    kinds: dict[object, type] = {int: int, float: float}
+    return {name: kinds[f.annotation] for name, f in EvaluatorConfig.model_fields.items() if f.annotation in kinds}
 
 
 def add_config_flags(p: argparse.ArgumentParser) -> None:
