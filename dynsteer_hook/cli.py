@@ -18,9 +18,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynsteer_hook.config_flags import add_config_flags, config_from_args
-from dynsteer_hook.errors import DynsteerError, Halt, OutputError
 from dynsteer_hook.judge_factory import add_judge_flags, cache_sentence, judge_cache_stats, judges_from_args
 from dynsteer_hook.logs import configure_logging
+from dynsteer_hook.model.errors import DynsteerError, Halt, OutputError
 
 if TYPE_CHECKING:
     from dynsteer_hook.report import Report
@@ -99,7 +99,7 @@ def _warn_trace_faults(report: Report, lines: LineIndex, events: Path, shown: in
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from dynsteer_hook.compile.validation import validate_blueprint
+    from dynsteer_hook.model.contract import validate_blueprint
     from dynsteer_hook.storage import load_blueprint
 
     bp = load_blueprint(args.blueprint)
@@ -113,7 +113,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from dynsteer_hook.blueprint import explain_blueprint
+    from dynsteer_hook.model.blueprint import explain_blueprint
     from dynsteer_hook.storage import load_blueprint
 
     print(explain_blueprint(load_blueprint(args.blueprint)))
@@ -122,11 +122,11 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 def _cmd_schema(args: argparse.Namespace) -> int:
     if args.which == "blueprint":
-        from dynsteer_hook.blueprint import blueprint_json_schema
+        from dynsteer_hook.model.blueprint import blueprint_json_schema
 
         schema = blueprint_json_schema()
     elif args.which == "events":
-        from dynsteer_hook.events import event_record_schema
+        from dynsteer_hook.model.events import event_record_schema
 
         schema = event_record_schema()
     else:

@@ -12,8 +12,8 @@ import argparse
 import json
 from typing import Any
 
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.errors import DynsteerError
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.errors import DynsteerError
 
 
 def threshold_fields() -> dict[str, type]:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.errors import DynsteerError
 from dynsteer_hook.judges.base import Judge
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.model_settings import ModelSettings, add_model_flags, env_name, model_from_args, setting
 
 JUDGE_MODEL = ModelSettings(prefix="judge", temperature=0.7, timeout=60.0, max_retries=2, max_tokens=None)

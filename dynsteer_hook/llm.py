@@ -42,8 +42,8 @@ from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt, wait_exponential, wait_random
 from tenacity.wait import wait_base
 
-from dynsteer_hook.errors import ConfigError, LLMError, LLMOutputError, LLMUnavailableError, LLMUsageError
 from dynsteer_hook.llm_output import excerpt, parse_output
+from dynsteer_hook.model.errors import ConfigError, LLMError, LLMOutputError, LLMUnavailableError, LLMUsageError
 
 # litellm downloads a price map at import unless told otherwise; the user's choice wins.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")

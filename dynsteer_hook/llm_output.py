@@ -16,7 +16,7 @@ from typing import Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from dynsteer_hook.errors import validation_problem
+from dynsteer_hook.model.errors import validation_problem
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -24,9 +24,9 @@ import structlog
 from dynsteer_hook.compile.candidate_prompt import CandidateGraph, candidate_messages, candidate_schema
 from dynsteer_hook.compile.consensus import Candidate
 from dynsteer_hook.compile.generator.candidates import FOCUS_CODES, Focus
-from dynsteer_hook.errors import LLMUnavailableError
 from dynsteer_hook.llm import LLMClient
-from dynsteer_hook.task_view import TaskView
+from dynsteer_hook.model.errors import LLMUnavailableError
+from dynsteer_hook.model.task_view import TaskView
 
 GENERATOR = "dynsteer-llm@1"
 """Generator name recorded in blueprint provenance for LLM-sampled candidates."""

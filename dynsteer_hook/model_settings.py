@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import TYPE_CHECKING, Any, Literal
 
-from dynsteer_hook.errors import ConfigError
+from dynsteer_hook.model.errors import ConfigError
 
 if TYPE_CHECKING:
     from dynsteer_hook.llm import LLMClient

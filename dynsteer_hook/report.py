@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
-from dynsteer_hook.untrusted import for_markdown as md
+from dynsteer_hook.model.untrusted import for_markdown as md
 
 StopReason = Literal["fatal_minefield", "structural_failure", "repeated_failure", "low_score", "frontier_stagnation"]
 Outcome = Literal["completed", "halted", "incomplete", "crashed", "interrupted"]

@@ -17,8 +17,8 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dynsteer_hook.blueprint import Blueprint
-from dynsteer_hook.config import DIMENSIONS
+from dynsteer_hook.model.blueprint import Blueprint
+from dynsteer_hook.model.config import DIMENSIONS
 from dynsteer_hook.report import Report
 
 REPORT_HTML = "dynsteer_report.html"

@@ -17,10 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.blueprint import Blueprint, parse_blueprint
-from dynsteer_hook.compile.validation import validate_blueprint
-from dynsteer_hook.errors import BlueprintError, DynsteerError, EventFileError
-from dynsteer_hook.events import Event, event_to_record, parse_event_line
+from dynsteer_hook.model.blueprint import Blueprint, parse_blueprint
+from dynsteer_hook.model.contract import validate_blueprint
+from dynsteer_hook.model.errors import BlueprintError, DynsteerError, EventFileError
+from dynsteer_hook.model.events import Event, event_to_record, parse_event_line
 from dynsteer_hook.outputs import JsonlSink, StagedFiles, write_json_atomic, write_text_atomic
 from dynsteer_hook.report import Report, render_markdown
 

@@ -44,7 +44,7 @@ from known_quality.verify import (
     verify_variants,
 )
 
-from dynsteer_hook.errors import DynsteerError
+from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.storage import write_json_atomic
 from dynsteer_hook.toolsandbox.runner import load_scenarios
 

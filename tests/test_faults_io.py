@@ -27,7 +27,7 @@ from builders import call, family, result, settle_events
 from test_hostile_files import snapshot
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.events import event_to_record
+from dynsteer_hook.model.events import event_to_record
 from dynsteer_hook.outputs import JsonlSink, StagedFiles, write_json_atomic, write_text_atomic
 from dynsteer_hook.report import IncompleteLog, ListSink, render_markdown, with_files
 from dynsteer_hook.runtime.evaluator import Evaluator

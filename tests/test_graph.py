@@ -9,7 +9,7 @@ import networkx as nx
 import pytest
 from builders import FAMILIES, Family, blueprint
 
-from dynsteer_hook.graph import (
+from dynsteer_hook.model.graph import (
     START,
     FrontierTracker,
     ancestor_sets,

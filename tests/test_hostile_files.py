@@ -20,7 +20,7 @@ from builders import family, settle_events
 from llm_graphs import VIEW
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.events import event_to_record
+from dynsteer_hook.model.events import event_to_record
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "dynsteer_hook" / "data" / "scripts"
 CHAIN = family("chain").blueprint()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from builders import call, family, settle_events
 
-from dynsteer_hook.events import Event
+from dynsteer_hook.model.events import Event
 from dynsteer_hook.report import Report
 from dynsteer_hook.storage import save_blueprint
 

@@ -14,8 +14,8 @@ import pytest
 from builders import UserMessage, act, call, family, settle_events
 
 from dynsteer_hook import storage
-from dynsteer_hook.errors import BlueprintError, EventFileError, Halt
-from dynsteer_hook.events import ToolCall
+from dynsteer_hook.model.errors import BlueprintError, EventFileError, Halt
+from dynsteer_hook.model.events import ToolCall
 from dynsteer_hook.report import Report
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.storage import (

@@ -22,7 +22,7 @@ from functools import lru_cache
 import networkx as nx
 from pydantic import ValidationError
 
-from dynsteer_hook.blueprint import (
+from dynsteer_hook.model.blueprint import (
     Binding,
     Blueprint,
     Edge,
@@ -33,11 +33,11 @@ from dynsteer_hook.blueprint import (
     PrunedCandidate,
     StatePredicate,
 )
-from dynsteer_hook.catalog import ToolCatalog
-from dynsteer_hook.compile.validation import validate_blueprint
-from dynsteer_hook.errors import ConsensusError, validation_problem
-from dynsteer_hook.graph import ancestor_sets, find_cycle, milestone_graph, transitive_reduction
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.model.catalog import ToolCatalog
+from dynsteer_hook.model.contract import validate_blueprint
+from dynsteer_hook.model.errors import ConsensusError, validation_problem
+from dynsteer_hook.model.graph import ancestor_sets, find_cycle, milestone_graph, transitive_reduction
+from dynsteer_hook.model.predicates import ArgPredicate
 
 NodeKey = tuple[str, str, int]  # (tool, role, occurrence)
 

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dynsteer_hook.errors import BlueprintError, validation_problem
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.model.errors import BlueprintError, validation_problem
+from dynsteer_hook.model.predicates import ArgPredicate
 
 AGENT_MESSAGE_TOOL = "@agent_message"
 """Reserved operation: the agent's message to the user (predicates may test ``content``)."""

@@ -6,8 +6,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dynsteer_hook.blueprint import ToolSpec
-from dynsteer_hook.json_types import is_json_type
+from dynsteer_hook.model.blueprint import ToolSpec
+from dynsteer_hook.model.json_types import is_json_type
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Literal, cast, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dynsteer_hook.errors import ConfigError, first_validation_error
+from dynsteer_hook.model.errors import ConfigError, first_validation_error
 
 Dimension = Literal["correctness", "efficiency", "safety", "tool_compliance"]
 DIMENSIONS: tuple[str, ...] = get_args(Dimension)

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, reference_errors
-from dynsteer_hook.catalog import ToolCatalog, type_fits
-from dynsteer_hook.dominators import DominatorTree
-from dynsteer_hook.graph import find_cycle, milestone_graph
-from dynsteer_hook.predicates import ArgPredicate, regex_error
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint, reference_errors
+from dynsteer_hook.model.catalog import ToolCatalog, type_fits
+from dynsteer_hook.model.dominators import DominatorTree
+from dynsteer_hook.model.graph import find_cycle, milestone_graph
+from dynsteer_hook.model.predicates import ArgPredicate, regex_error
 
 EMPTY_MESSAGE = (
     "the blueprint has no milestones, so any run would count as complete; add at least one milestone saying what the "

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from dynsteer_hook.errors import EventFileError, validation_problem
+from dynsteer_hook.model.errors import EventFileError, validation_problem
 
 Actor = Literal["agent", "user"]
 

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping
 
 import networkx as nx
 
-from dynsteer_hook.blueprint import Blueprint
-from dynsteer_hook.dominators import START  # s0's one definition, shared with the dominator tree
+from dynsteer_hook.model.blueprint import Blueprint
+from dynsteer_hook.model.dominators import START  # s0's one definition, shared with the dominator tree
 
 
 def milestone_graph(bp: Blueprint) -> nx.DiGraph:

@@ -20,7 +20,7 @@ from typing import Any, Literal, Protocol
 import re2
 from pydantic import BaseModel, ConfigDict, Field
 
-from dynsteer_hook.json_types import is_json_type
+from dynsteer_hook.model.json_types import is_json_type
 
 PredicateOp = Literal[
     "exists", "absent", "eq", "ne", "contains", "regex", "one_of", "type",

@@ -12,7 +12,7 @@ import json
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dynsteer_hook.blueprint import ToolSpec
+from dynsteer_hook.model.blueprint import ToolSpec
 
 
 class PublicMessage(BaseModel):

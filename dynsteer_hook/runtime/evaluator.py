@@ -23,14 +23,14 @@ from typing import Any
 
 import structlog
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Minefield
-from dynsteer_hook.compile.validation import validate_blueprint
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
-from dynsteer_hook.errors import BlueprintError, Halt
-from dynsteer_hook.events import Event, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.judges.base import Judge, StageContext, StageGoal
 from dynsteer_hook.judges.steps import CallFacts, Step
-from dynsteer_hook.predicates import describe
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Minefield
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.contract import validate_blueprint
+from dynsteer_hook.model.errors import BlueprintError, Halt
+from dynsteer_hook.model.events import Event, SystemMessage, ToolCall, ToolResult, UserMessage
+from dynsteer_hook.model.predicates import describe
 from dynsteer_hook.report import (
     AuditSink,
     BindingRecord,

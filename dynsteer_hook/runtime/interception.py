@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dynsteer_hook.blueprint import Minefield
-from dynsteer_hook.catalog import ArgIssue
-from dynsteer_hook.events import ToolCall
-from dynsteer_hook.predicates import all_hold
+from dynsteer_hook.model.blueprint import Minefield
+from dynsteer_hook.model.catalog import ArgIssue
+from dynsteer_hook.model.events import ToolCall
+from dynsteer_hook.model.predicates import all_hold
 from dynsteer_hook.runtime.grounding import TextGrounding
 from dynsteer_hook.runtime.index import BlueprintIndex
 from dynsteer_hook.runtime.screening import screening_arguments

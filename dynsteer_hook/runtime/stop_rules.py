@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from dynsteer_hook.config import EvaluatorConfig
+from dynsteer_hook.model.config import EvaluatorConfig
 
 
 @dataclass(frozen=True, slots=True)

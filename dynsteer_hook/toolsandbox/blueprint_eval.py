@@ -51,8 +51,8 @@ from typing import Any
 
 import networkx as nx
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint
-from dynsteer_hook.compile.validation import validate_blueprint
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint
+from dynsteer_hook.model.contract import validate_blueprint
 from dynsteer_hook.toolsandbox.reference import ReferenceGraph
 from dynsteer_hook.toolsandbox.split import in_split, split_of
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Literal
 
-from dynsteer_hook.errors import DynsteerError, OutputError
+from dynsteer_hook.model.errors import DynsteerError, OutputError
 
 EXIT_INTERRUPTED = 130
 

@@ -20,7 +20,6 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.errors import DynsteerError
 from dynsteer_hook.metaeval import (
     PairKey,
     PairTest,
@@ -31,6 +30,7 @@ from dynsteer_hook.metaeval import (
     saturation,
     stop_table,
 )
+from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.toolsandbox.replay import ReplayOptions, _is_run, replay_runs
 
 EVALUATORS = ("dynsteer", "native")

@@ -22,10 +22,10 @@ from pydantic import ValidationError
 
 from dynsteer_hook.blueprint_cache import CompileOutcome, compile_to_file
 from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource
-from dynsteer_hook.errors import DynsteerError, OutputError, ScenarioError, validation_problem
+from dynsteer_hook.model.errors import DynsteerError, OutputError, ScenarioError, validation_problem
+from dynsteer_hook.model.task_view import TaskView
 from dynsteer_hook.model_settings import ModelSettings, add_model_flags, model_from_args
 from dynsteer_hook.storage import shipped_blueprint_dir
-from dynsteer_hook.task_view import TaskView
 
 COMPILE_MODEL = ModelSettings(prefix="compile", temperature=0.7, timeout=300.0, max_retries=3, max_tokens=2048, backoff=1.0)
 """Defaults of the compile model (``--compile-*``, ``DYNSTEER_COMPILE_*``); local CPU models are slow, hence the timeout."""
@@ -103,7 +103,7 @@ def _read_view(path: Path) -> TaskView:
     try:
         view = TaskView.model_validate_json(text)
     except ValidationError as exc:
-        raise ScenarioError(f"view file {path} is not a TaskView at {validation_problem(exc)}; see TaskView in dynsteer_hook.task_view") from None
+        raise ScenarioError(f"view file {path} is not a TaskView at {validation_problem(exc)}; see TaskView in dynsteer_hook.model.task_view") from None
     if not _SAFE_NAME.fullmatch(view.task):
         raise ScenarioError(f"view file {path} has task name {view.task!r}, which cannot name a blueprint file; use letters, digits, _ . -")
     return view

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, Literal, TypeVar
 
-from dynsteer_hook.errors import DynsteerError
+from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.toolsandbox import interrupts
 
 Engine = Literal["local", "ray"]

@@ -20,10 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.errors import ScenarioError
-from dynsteer_hook.events import Event
 from dynsteer_hook.judge_factory import JudgeSettings, judge_cache_stats
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.errors import ScenarioError
+from dynsteer_hook.model.events import Event
 from dynsteer_hook.model_settings import ModelSettings
 from dynsteer_hook.outputs import JsonlSink, reason, write_text_atomic
 from dynsteer_hook.report import IncompleteLog, with_files

@@ -50,7 +50,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
 from dynsteer_hook.toolsandbox.split import base_scenario_name
 
 from tool_sandbox.common.evaluation import Milestone as TSMilestone

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.errors import DynsteerError
+from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.toolsandbox.engines import add_engine_flags
 
 

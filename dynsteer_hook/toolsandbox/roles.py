@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.model.errors import ScenarioError
 from dynsteer_hook.model_settings import ModelSettings
 
 if TYPE_CHECKING:

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 from test_generator import view
 
-from dynsteer_hook.blueprint import Blueprint, Milestone, MilestoneEvidence, ToolSpec, explain_blueprint
 from dynsteer_hook.cli import main as cli_main
 from dynsteer_hook.compile.compiler import compile_blueprint, compile_generator_only
 from dynsteer_hook.compile.consensus import Candidate
+from dynsteer_hook.model.blueprint import Blueprint, Milestone, MilestoneEvidence, ToolSpec, explain_blueprint
 from dynsteer_hook.storage import save_blueprint
 
 

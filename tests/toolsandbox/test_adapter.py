@@ -7,7 +7,7 @@ import json
 import polars as pl
 import pytest
 
-from dynsteer_hook.events import AgentMessage, SystemMessage, ToolCall, ToolResult, UserMessage
+from dynsteer_hook.model.events import AgentMessage, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.toolsandbox.adapter import RowMapper, _table_change, parse_call_code
 
 pytestmark = pytest.mark.toolsandbox

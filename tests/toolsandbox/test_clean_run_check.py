@@ -10,7 +10,7 @@ from pathlib import Path
 import clean_run_check as crc
 import pytest
 
-from dynsteer_hook.blueprint import Edge, Milestone
+from dynsteer_hook.model.blueprint import Edge, Milestone
 from dynsteer_hook.storage import load_blueprint, save_blueprint
 from dynsteer_hook.toolsandbox.preflight import default_blueprint_dir
 

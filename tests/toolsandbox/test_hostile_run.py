@@ -328,7 +328,7 @@ def test_each_demo_gets_its_own_folder(scenarios: dict[str, Any], tmp_path: Path
 
 def test_run_scenarios_checks_blueprints_when_called_directly(scenarios: dict[str, Any], tmp_path: Path) -> None:
     """The library entry point refuses a foreign blueprint before playing too (not only the command line)."""
-    from dynsteer_hook.errors import ScenarioError
+    from dynsteer_hook.model.errors import ScenarioError
 
     bps = tmp_path / "bps"
     bps.mkdir()

@@ -13,7 +13,7 @@ from needs import need_module
 from ts_support import BLUEPRINTS, SCRIPTS, B, D, script_names
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.config import EvaluatorConfig
+from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.toolsandbox.recording import BatchCost
 from dynsteer_hook.toolsandbox.replay import ReplayOptions, replay_runs, virtual_stop
 from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
