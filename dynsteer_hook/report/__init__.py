@@ -1,0 +1,3 @@
+"""Reports a person or a program reads: the Markdown (``markdown``) and HTML (``html``) renderings of one
+run's report, the run's summary over its scenarios (``run_summary``), and the one path that writes a
+run's report files (``writer``). The records themselves are ``dynsteer_hook.model.records``."""
