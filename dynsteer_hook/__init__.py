@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from dynsteer_hook.compile.compiler import compile_blueprint
     from dynsteer_hook.compile.consensus import Candidate, ConsensusResult, build_consensus
+    from dynsteer_hook.files.blueprints import load_blueprint, save_blueprint
+    from dynsteer_hook.files.events import read_events
+    from dynsteer_hook.files.outputs import JsonlSink
     from dynsteer_hook.judges.base import DimensionScore, Judge, JudgeRequest, Verdict
     from dynsteer_hook.judges.tier1 import Tier1Judge
     from dynsteer_hook.model.blueprint import (
@@ -35,23 +38,22 @@ if TYPE_CHECKING:
     from dynsteer_hook.model.errors import BlueprintError, ConsensusError, DynsteerError, EventFileError, Halt
     from dynsteer_hook.model.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
     from dynsteer_hook.model.predicates import ArgPredicate
+    from dynsteer_hook.model.records import AuditSink, ListSink, Report, StageRecord, StopRecord
     from dynsteer_hook.model.task_view import TaskView
-    from dynsteer_hook.report import AuditSink, ListSink, Report, StageRecord, StopRecord, render_markdown
+    from dynsteer_hook.report.markdown import render_markdown
+    from dynsteer_hook.report.writer import write_report
     from dynsteer_hook.runtime.clock import ClosedAction, DualClock
     from dynsteer_hook.runtime.evaluator import Evaluator
     from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
-    from dynsteer_hook.storage import JsonlSink, load_blueprint, read_events, save_blueprint, write_report
 
 __version__ = "0.1.0"
 
 # Each public name and the module that defines it.
 _HOMES: dict[str, str] = {
     "AGENT_MESSAGE_TOOL": "dynsteer_hook.model.blueprint",
-    "DEFAULT_STOP_RULES": "dynsteer_hook.runtime.stop_rules",
-    "DIMENSIONS": "dynsteer_hook.model.config",
     "AgentMessage": "dynsteer_hook.model.events",
     "ArgPredicate": "dynsteer_hook.model.predicates",
-    "AuditSink": "dynsteer_hook.report",
+    "AuditSink": "dynsteer_hook.model.records",
     "Binding": "dynsteer_hook.model.blueprint",
     "Blueprint": "dynsteer_hook.model.blueprint",
     "BlueprintError": "dynsteer_hook.model.errors",
@@ -60,6 +62,8 @@ _HOMES: dict[str, str] = {
     "ConsensusError": "dynsteer_hook.model.errors",
     "ConsensusResult": "dynsteer_hook.compile.consensus",
     "ContractViolation": "dynsteer_hook.model.contract",
+    "DEFAULT_STOP_RULES": "dynsteer_hook.runtime.stop_rules",
+    "DIMENSIONS": "dynsteer_hook.model.config",
     "DimensionScore": "dynsteer_hook.judges.base",
     "DualClock": "dynsteer_hook.runtime.clock",
     "DynsteerError": "dynsteer_hook.model.errors",
@@ -69,20 +73,20 @@ _HOMES: dict[str, str] = {
     "Event": "dynsteer_hook.model.events",
     "EventFileError": "dynsteer_hook.model.errors",
     "Halt": "dynsteer_hook.model.errors",
-    "JsonlSink": "dynsteer_hook.storage",
+    "JsonlSink": "dynsteer_hook.files.outputs",
     "Judge": "dynsteer_hook.judges.base",
     "JudgeRequest": "dynsteer_hook.judges.base",
-    "ListSink": "dynsteer_hook.report",
+    "ListSink": "dynsteer_hook.model.records",
     "Milestone": "dynsteer_hook.model.blueprint",
     "MilestoneEvidence": "dynsteer_hook.model.blueprint",
     "Minefield": "dynsteer_hook.model.blueprint",
-    "Report": "dynsteer_hook.report",
-    "StageRecord": "dynsteer_hook.report",
+    "Report": "dynsteer_hook.model.records",
+    "StageRecord": "dynsteer_hook.model.records",
     "StateChange": "dynsteer_hook.model.events",
     "StatePredicate": "dynsteer_hook.model.blueprint",
     "StopContext": "dynsteer_hook.runtime.stop_rules",
     "StopDecision": "dynsteer_hook.runtime.stop_rules",
-    "StopRecord": "dynsteer_hook.report",
+    "StopRecord": "dynsteer_hook.model.records",
     "StopRule": "dynsteer_hook.runtime.stop_rules",
     "SystemMessage": "dynsteer_hook.model.events",
     "TaskView": "dynsteer_hook.model.task_view",
@@ -95,13 +99,13 @@ _HOMES: dict[str, str] = {
     "Verdict": "dynsteer_hook.judges.base",
     "build_consensus": "dynsteer_hook.compile.consensus",
     "compile_blueprint": "dynsteer_hook.compile.compiler",
-    "load_blueprint": "dynsteer_hook.storage",
+    "load_blueprint": "dynsteer_hook.files.blueprints",
     "parse_blueprint": "dynsteer_hook.model.blueprint",
-    "read_events": "dynsteer_hook.storage",
-    "render_markdown": "dynsteer_hook.report",
-    "save_blueprint": "dynsteer_hook.storage",
+    "read_events": "dynsteer_hook.files.events",
+    "render_markdown": "dynsteer_hook.report.markdown",
+    "save_blueprint": "dynsteer_hook.files.blueprints",
     "validate_blueprint": "dynsteer_hook.model.contract",
-    "write_report": "dynsteer_hook.storage",
+    "write_report": "dynsteer_hook.report.writer",
 }
 
 __all__ = [

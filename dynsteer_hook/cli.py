@@ -23,18 +23,20 @@ from dynsteer_hook.logs import configure_logging
 from dynsteer_hook.model.errors import DynsteerError, Halt, OutputError
 
 if TYPE_CHECKING:
-    from dynsteer_hook.report import Report
+    from dynsteer_hook.model.records import Report
     from dynsteer_hook.runtime.pairing import LineIndex
 
 EXIT_USAGE = 2
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from dynsteer_hook.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
-    from dynsteer_hook.report import IncompleteLog, with_files
+    from dynsteer_hook.files.blueprints import load_valid_blueprint
+    from dynsteer_hook.files.events import check_events, read_numbered_events
+    from dynsteer_hook.files.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
+    from dynsteer_hook.model.records import IncompleteLog, with_files
+    from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_FILES, stage_report
     from dynsteer_hook.runtime.evaluator import Evaluator
     from dynsteer_hook.runtime.pairing import LineIndex
-    from dynsteer_hook.storage import AUDIT_LOG, REPORT_FILES, check_events, load_valid_blueprint, read_numbered_events, stage_report
 
     # Every input is checked before any output is opened, so a bad file never touches an earlier run's files.
     bp = load_valid_blueprint(args.blueprint)
@@ -99,8 +101,8 @@ def _warn_trace_faults(report: Report, lines: LineIndex, events: Path, shown: in
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
+    from dynsteer_hook.files.blueprints import load_blueprint
     from dynsteer_hook.model.contract import validate_blueprint
-    from dynsteer_hook.storage import load_blueprint
 
     bp = load_blueprint(args.blueprint)
     violations = validate_blueprint(bp, None, str(args.blueprint))
@@ -113,8 +115,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
+    from dynsteer_hook.files.blueprints import load_blueprint
     from dynsteer_hook.model.blueprint import explain_blueprint
-    from dynsteer_hook.storage import load_blueprint
 
     print(explain_blueprint(load_blueprint(args.blueprint)))
     return 0
@@ -130,7 +132,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
         schema = event_record_schema()
     else:
-        from dynsteer_hook.report import Report
+        from dynsteer_hook.model.records import Report
 
         schema = Report.model_json_schema()
     print(json.dumps(schema, indent=2))

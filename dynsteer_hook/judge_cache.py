@@ -33,9 +33,9 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel
 
+from dynsteer_hook.files.outputs import reason, temp_sibling
 from dynsteer_hook.llm import Completion, JsonCompletion, LLMClient, Message, Usage
 from dynsteer_hook.llm_output import parse_output
-from dynsteer_hook.outputs import reason, temp_sibling
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -56,7 +56,7 @@ from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import Halt
 from dynsteer_hook.model.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.model.predicates import ArgPredicate
-from dynsteer_hook.report import ListSink
+from dynsteer_hook.model.records import ListSink
 from dynsteer_hook.runtime.evaluator import Evaluator
 
 GOAL_RAW_US = 50.0

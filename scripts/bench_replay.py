@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_live import explorer, looper
 
+from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.logs import configure_logging
 from dynsteer_hook.model.errors import Halt
 from dynsteer_hook.runtime.evaluator import Evaluator
-from dynsteer_hook.storage import load_blueprint
 from dynsteer_hook.toolsandbox.recording import load_recording, recorded_events
 from dynsteer_hook.toolsandbox.replay import ReplayOptions, replay_runs
 from dynsteer_hook.toolsandbox.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenarios

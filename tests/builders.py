@@ -17,7 +17,7 @@ from dynsteer_hook.model.errors import Halt
 from dynsteer_hook.model.events import AgentMessage, Event, StateChange, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.model.graph import START
 from dynsteer_hook.model.predicates import ArgPredicate
-from dynsteer_hook.report import ListSink, Report
+from dynsteer_hook.model.records import ListSink, Report
 from dynsteer_hook.runtime.evaluator import Evaluator
 
 

@@ -20,11 +20,11 @@ from typing import Literal
 
 from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource, compile_consensus, gather_candidates
 from dynsteer_hook.compile.consensus import screen_candidates
+from dynsteer_hook.files.blueprints import load_blueprint, save_blueprint
 from dynsteer_hook.model.blueprint import Blueprint, PrunedCandidate
 from dynsteer_hook.model.catalog import ToolCatalog
 from dynsteer_hook.model.errors import BlueprintError, ConsensusError
 from dynsteer_hook.model.task_view import TaskView
-from dynsteer_hook.storage import load_blueprint, save_blueprint
 
 Status = Literal["compiled", "up-to-date", "failed"]
 

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 if TYPE_CHECKING:
-    from dynsteer_hook.report import StopRecord
+    from dynsteer_hook.model.records import StopRecord
 
 
 class DynsteerError(Exception):

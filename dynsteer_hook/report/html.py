@@ -19,7 +19,7 @@ from typing import Any
 
 from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.config import DIMENSIONS
-from dynsteer_hook.report import Report
+from dynsteer_hook.model.records import Report
 
 REPORT_HTML = "dynsteer_report.html"
 """The run page's file name, beside ``dynsteer_report.json`` and ``.md``."""

@@ -31,7 +31,7 @@ from dynsteer_hook.model.contract import validate_blueprint
 from dynsteer_hook.model.errors import BlueprintError, Halt
 from dynsteer_hook.model.events import Event, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.model.predicates import describe
-from dynsteer_hook.report import (
+from dynsteer_hook.model.records import (
     AuditSink,
     BindingRecord,
     Report,

@@ -31,7 +31,7 @@ import polars as pl
 
 from dynsteer_hook.model.errors import Halt
 from dynsteer_hook.model.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.report import StopRecord
+from dynsteer_hook.model.records import StopRecord
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import GatedCall, inspect_code, offered_tools
 

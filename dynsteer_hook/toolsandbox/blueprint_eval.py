@@ -334,7 +334,7 @@ def render_split_csv(by_split: Mapping[str, Mapping[str, Mapping[str, Any]]]) ->
 def write_outputs(out: Path, by_split: Mapping[str, Mapping[str, Mapping[str, Any]]], scores: list[ScenarioScore],
                   settings: Mapping[str, Any]) -> tuple[Path, Path]:
     """Write ``blueprint_eval.csv`` (one row per split part and group) and ``blueprint_eval.json`` into ``out``."""
-    from dynsteer_hook.storage import write_json_atomic, write_text_atomic
+    from dynsteer_hook.files.outputs import write_json_atomic, write_text_atomic
 
     csv_path, json_path = out / "blueprint_eval.csv", out / "blueprint_eval.json"
     write_text_atomic(csv_path, render_split_csv(by_split))
@@ -370,7 +370,7 @@ def evaluate_scenarios(
     view extraction excluded, no LLM involved) is recorded.
     """
     from dynsteer_hook.compile.compiler import compile_generator_only
-    from dynsteer_hook.storage import load_blueprint
+    from dynsteer_hook.files.blueprints import load_blueprint
     from dynsteer_hook.toolsandbox.reference import reference_graphs
     from dynsteer_hook.toolsandbox.scenario_view import public_view
 

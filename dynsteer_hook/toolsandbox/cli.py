@@ -134,8 +134,8 @@ def _finish(results: list[dict[str, Any]], out: Path) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from dynsteer_hook.config_flags import config_from_args
+    from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.judge_factory import judges_from_args
-    from dynsteer_hook.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.toolsandbox.engines import check_engine
     from dynsteer_hook.toolsandbox.preflight import check_blueprint_dir, check_script
     from dynsteer_hook.toolsandbox.runner import (
@@ -208,7 +208,7 @@ def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any
 def _cmd_demo(args: argparse.Namespace) -> int:
     from importlib.resources import files
 
-    from dynsteer_hook.outputs import check_output_dir, claim_new_dir
+    from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.toolsandbox.runner import RunOptions, check_run, load_scenarios, run_scenarios, timestamp
     from dynsteer_hook.toolsandbox.scripted import load_script
     from dynsteer_hook.toolsandbox.summaries import interruption
@@ -250,7 +250,7 @@ def _cmd_scenarios(args: argparse.Namespace) -> int:
 
 
 def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
-    from dynsteer_hook.outputs import check_output_dir, create_dir, reason
+    from dynsteer_hook.files.outputs import check_output_dir, create_dir, reason
     from dynsteer_hook.toolsandbox.blueprint_eval import (
         ALL,
         evaluate_scenarios,

@@ -20,12 +20,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from dynsteer_hook.blueprint_cache import CompileOutcome, compile_to_file
 from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource
+from dynsteer_hook.files.blueprints import shipped_blueprint_dir
+from dynsteer_hook.files.store import CompileOutcome, compile_to_file
 from dynsteer_hook.model.errors import DynsteerError, OutputError, ScenarioError, validation_problem
 from dynsteer_hook.model.task_view import TaskView
 from dynsteer_hook.model_settings import ModelSettings, add_model_flags, model_from_args
-from dynsteer_hook.storage import shipped_blueprint_dir
 
 COMPILE_MODEL = ModelSettings(prefix="compile", temperature=0.7, timeout=300.0, max_retries=3, max_tokens=2048, backoff=1.0)
 """Defaults of the compile model (``--compile-*``, ``DYNSTEER_COMPILE_*``); local CPU models are slow, hence the timeout."""
@@ -97,7 +97,7 @@ def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | Non
 
 
 def _read_view(path: Path) -> TaskView:
-    from dynsteer_hook.storage import load_json_input
+    from dynsteer_hook.files.inputs import load_json_input
 
     text, _ = load_json_input(path, "view file", "pass a TaskView JSON file", ScenarioError)
     try:
@@ -144,7 +144,7 @@ def describe(outcome: CompileOutcome, *, cost_note: str = "") -> str:
 
 def cmd_compile(args: argparse.Namespace) -> int:
     """Run ``dynsteer compile``."""
-    from dynsteer_hook.outputs import check_output_dir, reason
+    from dynsteer_hook.files.outputs import check_output_dir, reason
 
     sources, model = _sources(args)
     out: Path = args.out if args.out is not None else _default_out()

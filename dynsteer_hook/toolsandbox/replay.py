@@ -24,12 +24,15 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from dynsteer_hook.files.blueprints import load_blueprint
+from dynsteer_hook.files.events import EventLog
+from dynsteer_hook.files.outputs import JsonlSink, write_json_atomic, write_text_atomic
 from dynsteer_hook.judge_factory import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
-from dynsteer_hook.report_html import REPORT_HTML, render_run
+from dynsteer_hook.report.html import REPORT_HTML, render_run
+from dynsteer_hook.report.writer import AUDIT_LOG, write_report
 from dynsteer_hook.runtime.evaluator import Evaluator
-from dynsteer_hook.storage import AUDIT_LOG, EventLog, JsonlSink, load_blueprint, write_json_atomic, write_report, write_text_atomic
 from dynsteer_hook.toolsandbox.engines import check_engine, run_jobs
 from dynsteer_hook.toolsandbox.recording import (
     RESULT_SUMMARY,

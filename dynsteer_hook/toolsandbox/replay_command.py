@@ -91,8 +91,8 @@ def _options(args: argparse.Namespace) -> Any:
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``dynsteer compare``."""
-    from dynsteer_hook.report_html import render_compare
-    from dynsteer_hook.storage import write_json_atomic, write_text_atomic
+    from dynsteer_hook.files.outputs import write_json_atomic, write_text_atomic
+    from dynsteer_hook.report.html import render_compare
     from dynsteer_hook.toolsandbox.compare import agents_from, compare, render_csv, render_markdown
 
     if not 0 <= args.epsilon < 1 or not 0 < args.significance < 1:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from dynsteer_hook.report import IncompleteLog, Report
+from dynsteer_hook.model.records import IncompleteLog, Report
 
 Stopping = Literal["in_flight", "not_started"]
 IN_FLIGHT: Literal["in_flight"] = "in_flight"

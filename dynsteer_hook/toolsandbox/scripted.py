@@ -14,8 +14,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from dynsteer_hook.files.inputs import load_json_input
 from dynsteer_hook.model.errors import ScenarioError, validation_problem
-from dynsteer_hook.storage import load_json_input
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import gate, offered_tools
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.events import StateChange
-from dynsteer_hook.report import Report, render_markdown
+from dynsteer_hook.model.records import Report
+from dynsteer_hook.report.markdown import render_markdown
 from dynsteer_hook.runtime.faults import asks_user
 
 CHAIN = family("chain").blueprint()

@@ -32,7 +32,7 @@ from dynsteer_hook.model.errors import BlueprintError, Halt
 from dynsteer_hook.model.events import StateChange, ToolCall
 from dynsteer_hook.model.graph import START
 from dynsteer_hook.model.predicates import ArgPredicate
-from dynsteer_hook.report import ListSink
+from dynsteer_hook.model.records import ListSink
 from dynsteer_hook.runtime.evaluator import Evaluator
 
 CHAIN = family("chain").blueprint()

@@ -23,7 +23,7 @@ from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.dominators import START, DominatorTree
 from dynsteer_hook.model.events import AgentMessage, Event, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.model.graph import dominator_map, milestone_graph
-from dynsteer_hook.report import Report, StepRecord
+from dynsteer_hook.model.records import Report, StepRecord
 from dynsteer_hook.runtime.windows import StepLog
 
 PATIENT = EvaluatorConfig(n_stag=10**6, low_score_patience=10**6, structural_patience=10**6, repeated_failure_patience=10**6)
