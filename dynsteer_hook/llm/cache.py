@@ -34,8 +34,9 @@ import structlog
 from pydantic import BaseModel
 
 from dynsteer_hook.files.outputs import reason, temp_sibling
-from dynsteer_hook.llm import Completion, JsonCompletion, LLMClient, Message, Usage
-from dynsteer_hook.llm_output import parse_output
+from dynsteer_hook.llm.client import LLMClient
+from dynsteer_hook.llm.completion import Completion, JsonCompletion, Message, Usage
+from dynsteer_hook.llm.output import parse_output
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -24,7 +24,7 @@ import structlog
 from dynsteer_hook.compile.candidate_prompt import CandidateGraph, candidate_messages, candidate_schema
 from dynsteer_hook.compile.consensus import Candidate
 from dynsteer_hook.compile.generator.candidates import FOCUS_CODES, Focus
-from dynsteer_hook.llm import LLMClient
+from dynsteer_hook.llm.client import LLMClient
 from dynsteer_hook.model.errors import LLMUnavailableError
 from dynsteer_hook.model.task_view import TaskView
 

@@ -2,9 +2,9 @@
 
 ``ModelSettings`` is a small frozen value (it travels to ``spawn`` worker processes and Ray
 tasks); ``client()`` makes the checked ``LLMClient`` inside the process that calls the model.
-``add_model_flags`` gives a parser the flags of one such model under a prefix
-(``--judge-model``, ``--agent-api-base``, ``--compile-timeout``...), and ``model_from_args``
-reads them back. Every field can also come from the environment variable
+Each field is declared once, with its help (``option``): ``dynsteer_hook.flags`` turns the
+fields into the flags of one model under a prefix (``--judge-model``, ``--agent-api-base``,
+``--compile-timeout``...) and reads them back, each also from the environment variable
 ``DYNSTEER_<PREFIX>_<FIELD>`` (``DYNSTEER_JUDGE_MODEL``, ``DYNSTEER_AGENT_API_BASE``...): a flag
 beats the environment, which beats the default. API keys never travel in settings: only the
 name of the variable holding one does.
@@ -12,22 +12,37 @@ name of the variable holding one does.
 
 from __future__ import annotations
 
-import argparse
-import os
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
 from dynsteer_hook.model.errors import ConfigError
 
 if TYPE_CHECKING:
-    from dynsteer_hook.llm import LLMClient
+    from dynsteer_hook.llm.client import LLMClient
 
 JsonMode = Literal["auto", "object", "schema", "off"]
 JSON_MODES: tuple[str, ...] = ("auto", "object", "schema", "off")
 ToolChoice = Literal["auto", "required", "none", "omit"]
 TOOL_CHOICES: tuple[str, ...] = ("auto", "required", "none", "omit")
-_CHOICES: Mapping[str, tuple[str, ...]] = {"json_mode": JSON_MODES, "tool_choice": TOOL_CHOICES}
+
+
+def option(help: str, *, kind: Callable[[str], Any] = str, metavar: str | None = None,
+           choices: tuple[str, ...] | None = None) -> dict[str, Any]:
+    """What a settings field's flag and environment variable say and take: the ``metadata`` it is declared with.
+
+    Args:
+        help: The flag's help, without the default and the variable (``flags`` adds both).
+        kind: Reads the flag's or the variable's text.
+        metavar: The flag's placeholder in the help (argparse's own when None).
+        choices: The only values accepted.
+    """
+    return {"help": help, "kind": kind, "metavar": metavar, "choices": choices}
+
+
+def env_name(prefix: str, field: str) -> str:
+    """The environment variable of one field of one model, e.g. ``DYNSTEER_JUDGE_API_BASE``."""
+    return f"DYNSTEER_{prefix.upper()}_{field.upper()}"
 
 
 @dataclass(frozen=True)
@@ -51,16 +66,21 @@ class ModelSettings:
         prefix: Which flags named it (``judge``, ``agent``, ``user``, ``compile``), for messages.
     """
 
-    model: str | None = None
-    api_base: str | None = None
-    api_key_env: str | None = None
-    temperature: float = 0.7
-    timeout: float = 120.0
-    max_retries: int = 3
-    max_tokens: int | None = 2048
-    backoff: float = 1.0
-    json_mode: JsonMode = "auto"
-    tool_choice: ToolChoice = "auto"
+    model: str | None = field(default=None, metadata=option(
+        "litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3, or openai/<name> with an api base",
+        metavar="MODEL"))
+    api_base: str | None = field(default=None, metadata=option("endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a proxy)", metavar="URL"))
+    api_key_env: str | None = field(default=None, metadata=option("environment variable holding the API key (default: the provider's own)", metavar="VAR"))
+    temperature: float = field(default=0.7, metadata=option("sampling temperature", kind=float, metavar="FLOAT"))
+    timeout: float = field(default=120.0, metadata=option("seconds per attempt of a call, whole answer included", kind=float, metavar="FLOAT"))
+    max_retries: int = field(default=3, metadata=option("retries on timeouts, 429, 5xx and connection errors", kind=int, metavar="INT"))
+    max_tokens: int | None = field(default=2048, metadata=option("answer length limit per call", kind=int, metavar="INT"))
+    backoff: float = field(default=1.0, metadata=option("seconds before the first retry, doubled for each next one (at most 30)", kind=float,
+                                                        metavar="SECONDS"))
+    json_mode: JsonMode = field(default="auto", metadata=option("how JSON answers are asked for: auto, object, schema or off", choices=JSON_MODES))
+    tool_choice: ToolChoice = field(default="auto", metadata=option(
+        "tool_choice sent with the offered tools: auto (local servers such as llama.cpp ignore tools without it), required, none, "
+        "or omit (send nothing)", choices=TOOL_CHOICES))
     prefix: str = "model"
 
     def flag(self, field: str) -> str:
@@ -82,10 +102,10 @@ class ModelSettings:
             (self.json_mode not in JSON_MODES, "json_mode", f"must be one of {', '.join(JSON_MODES)}"),
             (self.tool_choice not in TOOL_CHOICES, "tool_choice", f"must be one of {', '.join(TOOL_CHOICES)}"),
         ]
-        for bad, field, rule in problems:
+        for bad, name, rule in problems:
             if bad:
-                where = (origins or {}).get(field, self.flag(field))
-                raise ConfigError(f"{where} {rule}, not {getattr(self, field)!r}")
+                where = (origins or {}).get(name, self.flag(name))
+                raise ConfigError(f"{where} {rule}, not {getattr(self, name)!r}")
 
     def client(self) -> LLMClient:
         """A checked client for this model.
@@ -94,7 +114,8 @@ class ModelSettings:
             ConfigError: No model is set, a value is out of range, or the named key variable is not set.
             LLMUsageError: Unknown provider or missing key (one sentence naming the fix).
         """
-        from dynsteer_hook.llm import LLMClient, api_key_from_env
+        from dynsteer_hook.llm.client import LLMClient
+        from dynsteer_hook.llm.endpoint import api_key_from_env
 
         if not self.model:
             raise ConfigError(f"no model is set; pass {self.flag('model')} (or set {env_name(self.prefix, 'model')})")
@@ -109,88 +130,4 @@ class ModelSettings:
 
 
 FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ModelSettings) if f.name != "prefix")
-
-_HELP: Mapping[str, str] = {
-    "model": "litellm model string, e.g. openai/gpt-4o-mini, anthropic/claude-3-5-haiku-latest, ollama/llama3, or openai/<name> with an api base",
-    "api_base": "endpoint of an OpenAI-compatible server (vLLM, Ollama, llama.cpp, a proxy)",
-    "api_key_env": "environment variable holding the API key (default: the provider's own)",
-    "temperature": "sampling temperature",
-    "timeout": "seconds per attempt of a call, whole answer included",
-    "max_retries": "retries on timeouts, 429, 5xx and connection errors",
-    "max_tokens": "answer length limit per call",
-    "backoff": "seconds before the first retry, doubled for each next one (at most 30)",
-    "json_mode": "how JSON answers are asked for: auto, object, schema or off",
-    "tool_choice": "tool_choice sent with the offered tools: auto (local servers such as llama.cpp ignore tools without it), "
-                   "required, none, or omit (send nothing)",
-}
-_METAVARS: Mapping[str, str] = {"api_key_env": "VAR", "backoff": "SECONDS", "model": "MODEL", "api_base": "URL"}
-
-
-def env_name(prefix: str, field: str) -> str:
-    """The environment variable of one field of one model, e.g. ``DYNSTEER_JUDGE_API_BASE``."""
-    return f"DYNSTEER_{prefix.upper()}_{field.upper()}"
-
-
-def _parser(field: str) -> Callable[[str], Any]:
-    kind = {"temperature": float, "timeout": float, "backoff": float, "max_retries": int, "max_tokens": int}.get(field)
-    return kind if kind is not None else str
-
-
-def add_model_flags(parser: argparse.ArgumentParser | Any, defaults: ModelSettings, *, title: str,
-                    skip: Sequence[str] = (), aliases: Mapping[str, str] | None = None) -> None:
-    """Add the flags of one model under ``defaults.prefix`` (``--<prefix>-model``, ``--<prefix>-api-base``...).
-
-    Args:
-        parser: The parser (or subparser) to extend.
-        defaults: The role's defaults and its prefix; shown in the help.
-        title: The heading of the flags' group in the help.
-        skip: Fields that mean nothing for this role (no flag is added).
-        aliases: Older flag names kept working, field -> flag (``{"model": "--model"}``).
-    """
-    group = parser.add_argument_group(title)
-    for field in FIELDS:
-        if field in skip:
-            continue
-        names = [defaults.flag(field)] + ([aliases[field]] if aliases and field in aliases else [])
-        default = getattr(defaults, field)
-        shown = f" (default {default})" if default is not None else ""
-        choices = _CHOICES.get(field)
-        group.add_argument(*names, dest=f"{defaults.prefix}_{field}", default=None, type=_parser(field), choices=choices,
-                           metavar=None if choices else _METAVARS.get(field, _parser(field).__name__.upper()),
-                           help=f"{_HELP[field]}{shown}; env {env_name(defaults.prefix, field)}")
-
-
-def setting(args: argparse.Namespace, prefix: str, field: str, default: Any, environ: Mapping[str, str] | None = None) -> Any:
-    """One setting: the flag when given, else ``DYNSTEER_<PREFIX>_<FIELD>`` when set, else ``default``.
-
-    Raises:
-        ConfigError: The environment variable holds a value of the wrong kind (one sentence naming it).
-    """
-    value = getattr(args, f"{prefix}_{field}", None)
-    if value is not None:
-        return value
-    env = os.environ if environ is None else environ
-    raw = env.get(env_name(prefix, field))
-    if raw is None or raw == "":
-        return default
-    kind = type(default) if default is not None and not isinstance(default, str) else _parser(field)
-    try:
-        return kind(raw)
-    except ValueError:
-        raise ConfigError(f"{env_name(prefix, field)}={raw!r} is not {'a number' if kind in (int, float) else 'valid'}; "
-                          f"fix or unset the variable, or pass --{prefix}-{field.replace('_', '-')}") from None
-
-
-def model_from_args(args: argparse.Namespace, defaults: ModelSettings, environ: Mapping[str, str] | None = None) -> ModelSettings:
-    """The settings the flags, then the environment, then ``defaults`` give (range-checked).
-
-    Raises:
-        ConfigError: A value is out of range or an environment variable is malformed (one sentence).
-    """
-    env = os.environ if environ is None else environ
-    chosen = {f: setting(args, defaults.prefix, f, getattr(defaults, f), env) for f in FIELDS}
-    origins = {f: defaults.flag(f) if getattr(args, f"{defaults.prefix}_{f}", None) is not None else env_name(defaults.prefix, f)
-               for f in FIELDS if getattr(args, f"{defaults.prefix}_{f}", None) is not None or env.get(env_name(defaults.prefix, f))}
-    settings = replace(defaults, **chosen)
-    settings.check(origins)
-    return settings
+"""The fields of a model that are flags and environment variables (``prefix`` names them)."""
