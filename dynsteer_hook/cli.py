@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynsteer_hook.config_flags import add_config_flags, config_from_args
-from dynsteer_hook.judge_factory import add_judge_flags, cache_sentence, judge_cache_stats, judges_from_args
+from dynsteer_hook.flags import add_config_flags, add_judge_flags, config_from_args, judges_from_args
+from dynsteer_hook.llm.judges import cache_sentence, judge_cache_stats
 from dynsteer_hook.logs import configure_logging
 from dynsteer_hook.model.errors import DynsteerError, Halt, OutputError
 

@@ -37,8 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from dynsteer_hook.compile.compiler import compile_blueprint
 from dynsteer_hook.compile.generator.candidates import FOCUS_CODES, deterministic_source
-from dynsteer_hook.llm import LLMClient
-from dynsteer_hook.llm_source import llm_source
+from dynsteer_hook.llm.candidates import llm_source
+from dynsteer_hook.llm.client import LLMClient
 from dynsteer_hook.logs import configure_logging
 from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.errors import DynsteerError

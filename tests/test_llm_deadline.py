@@ -22,7 +22,7 @@ from fake_llm import FakeLLMServer, Reply
 
 import dynsteer_hook
 from dynsteer_hook.cli import main
-from dynsteer_hook.llm import LLMClient
+from dynsteer_hook.llm.client import LLMClient
 from dynsteer_hook.model.errors import LLMUnavailableError
 from dynsteer_hook.model.events import ToolCall, ToolResult, UserMessage, event_to_record
 
@@ -101,7 +101,7 @@ def test_an_abandoned_attempt_does_not_delay_process_exit(llm_server: FakeLLMSer
     code = (
         "import sys\n"
         "from dynsteer_hook.model.errors import LLMUnavailableError\n"
-        "from dynsteer_hook.llm import LLMClient\n"
+        "from dynsteer_hook.llm.client import LLMClient\n"
         "client = LLMClient('openai/gpt-4o-mini', api_base=sys.argv[1], timeout=2.0, max_retries=0)\n"
         "try:\n"
         "    client.complete([{'role': 'user', 'content': 'hi'}])\n"

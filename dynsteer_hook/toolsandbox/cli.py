@@ -15,9 +15,7 @@ EXIT_INTERRUPTED = 130
 
 def add_run_parser(sub: Any) -> None:
     """Register the ToolSandbox subcommands on the main parser."""
-    from dynsteer_hook.config_flags import add_config_flags
-    from dynsteer_hook.judge_factory import add_judge_flags
-    from dynsteer_hook.model_settings import add_model_flags
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags
     from dynsteer_hook.toolsandbox.engines import add_engine_flags
     from dynsteer_hook.toolsandbox.roles import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
 
@@ -108,7 +106,7 @@ def _verdict(result: dict[str, Any]) -> str:
 
 def _finish(results: list[dict[str, Any]], out: Path) -> int:
     """Print a verdict per scenario; an interrupted or faulty run ends in one sentence on stderr."""
-    from dynsteer_hook.judge_factory import cache_sentence
+    from dynsteer_hook.llm.judges import cache_sentence
     from dynsteer_hook.toolsandbox.summaries import IN_FLIGHT, NOT_STARTED, interruption
 
     for r in sorted(results, key=lambda r: r["name"]):
@@ -133,9 +131,8 @@ def _finish(results: list[dict[str, Any]], out: Path) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
-    from dynsteer_hook.config_flags import config_from_args
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
-    from dynsteer_hook.judge_factory import judges_from_args
+    from dynsteer_hook.flags import config_from_args, judges_from_args
     from dynsteer_hook.toolsandbox.engines import check_engine
     from dynsteer_hook.toolsandbox.preflight import check_blueprint_dir, check_script
     from dynsteer_hook.toolsandbox.runner import (
@@ -189,7 +186,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:
     """The LiteLLM role's model settings (flags, then ``DYNSTEER_<ROLE>_*``), checked before any rollout (None for other roles)."""
-    from dynsteer_hook.model_settings import model_from_args
+    from dynsteer_hook.flags import model_from_args
     from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM, USER_MODEL
 
     chosen = getattr(args, role)

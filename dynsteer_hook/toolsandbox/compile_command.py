@@ -23,9 +23,10 @@ from pydantic import ValidationError
 from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource
 from dynsteer_hook.files.blueprints import shipped_blueprint_dir
 from dynsteer_hook.files.store import CompileOutcome, compile_to_file
+from dynsteer_hook.flags import add_model_flags, model_from_args
+from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import DynsteerError, OutputError, ScenarioError, validation_problem
 from dynsteer_hook.model.task_view import TaskView
-from dynsteer_hook.model_settings import ModelSettings, add_model_flags, model_from_args
 
 COMPILE_MODEL = ModelSettings(prefix="compile", temperature=0.7, timeout=300.0, max_retries=3, max_tokens=2048, backoff=1.0)
 """Defaults of the compile model (``--compile-*``, ``DYNSTEER_COMPILE_*``); local CPU models are slow, hence the timeout."""
@@ -86,7 +87,7 @@ def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | Non
         raise DynsteerError("--no-generator leaves no candidate source; pass --compile-model (--model) too")
     sources: list[CandidateSource] = []
     if settings.model:
-        from dynsteer_hook.llm_source import llm_source
+        from dynsteer_hook.llm.candidates import llm_source
 
         if args.concurrency < 1:
             raise DynsteerError(f"--concurrency {args.concurrency} must be at least 1")
@@ -151,7 +152,7 @@ def cmd_compile(args: argparse.Namespace) -> int:
     check_output_dir(out, "-o/--out", [f"{n}.json" for n in args.scenarios or ()])
     cost_note = ""
     if model:
-        from dynsteer_hook.llm import price_known
+        from dynsteer_hook.llm.transport import price_known
 
         cost_note = "" if price_known(model) else " (litellm has no price for this model: counted as 0)"
     what = (f"{model} x{args.candidates}" if model else "") + (" + " if model and not args.no_generator else "") + (

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dynsteer_hook.llm import Completion, LLMClient, Usage
+from dynsteer_hook.llm.client import LLMClient
+from dynsteer_hook.llm.completion import Completion, Usage
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import gate, offered_tools
 

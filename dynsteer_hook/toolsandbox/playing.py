@@ -23,12 +23,12 @@ from typing import Any
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.events import EventLog
 from dynsteer_hook.files.outputs import JsonlSink, reason, write_text_atomic
-from dynsteer_hook.judge_factory import JudgeSettings, judge_cache_stats
+from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
+from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import ScenarioError
 from dynsteer_hook.model.events import Event
 from dynsteer_hook.model.records import IncompleteLog, with_files
-from dynsteer_hook.model_settings import ModelSettings
 from dynsteer_hook.report.html import REPORT_HTML, render_run
 from dynsteer_hook.report.writer import AUDIT_LOG, write_report
 from dynsteer_hook.runtime.evaluator import Evaluator

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from dynsteer_hook.files.blueprints import load_valid_blueprint, shipped_blueprint_dir
+from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import ScenarioError
-from dynsteer_hook.model_settings import ModelSettings
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.roles import LITELLM, SCRIPTED
 from dynsteer_hook.toolsandbox.scenario_view import public_view

@@ -27,7 +27,7 @@ from typing import Any
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.events import EventLog
 from dynsteer_hook.files.outputs import JsonlSink, write_json_atomic, write_text_atomic
-from dynsteer_hook.judge_factory import JudgeSettings, judge_cache_stats
+from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
 from dynsteer_hook.report.html import REPORT_HTML, render_run

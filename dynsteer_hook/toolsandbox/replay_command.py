@@ -13,8 +13,7 @@ from dynsteer_hook.toolsandbox.engines import add_engine_flags
 
 def add_replay_parser(sub: Any) -> None:
     """Register ``replay`` on the main parser's subcommands."""
-    from dynsteer_hook.config_flags import add_config_flags
-    from dynsteer_hook.judge_factory import add_judge_flags
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags
 
     p = sub.add_parser(
         "replay",
@@ -40,8 +39,7 @@ def add_replay_parser(sub: Any) -> None:
 
 def add_compare_parser(sub: Any) -> None:
     """Register ``compare`` on the main parser's subcommands."""
-    from dynsteer_hook.config_flags import add_config_flags
-    from dynsteer_hook.judge_factory import add_judge_flags
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags
 
     p = sub.add_parser(
         "compare",
@@ -70,8 +68,7 @@ def add_compare_parser(sub: Any) -> None:
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from dynsteer_hook.config_flags import config_from_args
-    from dynsteer_hook.judge_factory import judges_from_args
+    from dynsteer_hook.flags import config_from_args, judges_from_args
     from dynsteer_hook.toolsandbox.engines import check_engine
     from dynsteer_hook.toolsandbox.replay import ReplayOptions
     from dynsteer_hook.toolsandbox.runner import default_blueprint_dir
@@ -126,7 +123,7 @@ def _line(r: dict[str, Any]) -> str:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``dynsteer replay``."""
-    from dynsteer_hook.judge_factory import cache_sentence
+    from dynsteer_hook.llm.judges import cache_sentence
     from dynsteer_hook.toolsandbox.replay import REPLAY_SUMMARY, replay_runs
 
     options = _options(args)

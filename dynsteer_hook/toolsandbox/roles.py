@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import ScenarioError
-from dynsteer_hook.model_settings import ModelSettings
 
 if TYPE_CHECKING:
     from tool_sandbox.roles.base_role import BaseRole

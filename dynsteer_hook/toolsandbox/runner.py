@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.files.outputs import create_dir, reason, write_json_atomic
+from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import OutputError
-from dynsteer_hook.model_settings import ModelSettings
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.engines import check_engine, run_jobs
 from dynsteer_hook.toolsandbox.playing import EVENTS_FILE, RunOptions, play_scenario, run_scenario
