@@ -115,7 +115,7 @@ def _views(args: argparse.Namespace) -> Iterator[TaskView]:
         views = [_read_view(p) for p in args.view]  # every file is checked before the first call
         yield from views
         return
-    from dynsteer_hook.toolsandbox.runner import load_scenarios
+    from dynsteer_hook.toolsandbox.live.runner import load_scenarios
     from dynsteer_hook.toolsandbox.scenario_view import public_view
 
     scenarios = load_scenarios(None if args.all else args.scenarios, args.preferred_tool_backend)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.model.errors import DynsteerError
-from dynsteer_hook.toolsandbox.engines import add_engine_flags
+from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
 
 
 def add_replay_parser(sub: Any) -> None:
@@ -69,9 +69,9 @@ def add_compare_parser(sub: Any) -> None:
 
 def _options(args: argparse.Namespace) -> Any:
     from dynsteer_hook.flags import config_from_args, judges_from_args
-    from dynsteer_hook.toolsandbox.engines import check_engine
-    from dynsteer_hook.toolsandbox.replay import ReplayOptions
-    from dynsteer_hook.toolsandbox.runner import default_blueprint_dir
+    from dynsteer_hook.toolsandbox.live.engines import check_engine
+    from dynsteer_hook.toolsandbox.live.runner import default_blueprint_dir
+    from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions
 
     if args.parallel < 1:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
@@ -90,7 +90,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``dynsteer compare``."""
     from dynsteer_hook.files.outputs import write_json_atomic, write_text_atomic
     from dynsteer_hook.report.html import render_compare
-    from dynsteer_hook.toolsandbox.compare import agents_from, compare, render_csv, render_markdown
+    from dynsteer_hook.toolsandbox.offline.compare import agents_from, compare, render_csv, render_markdown
 
     if not 0 <= args.epsilon < 1 or not 0 < args.significance < 1:
         raise DynsteerError(f"--epsilon {args.epsilon} must be in [0, 1) and --significance {args.significance} in (0, 1)")
@@ -124,7 +124,7 @@ def _line(r: dict[str, Any]) -> str:
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``dynsteer replay``."""
     from dynsteer_hook.llm.judges import cache_sentence
-    from dynsteer_hook.toolsandbox.replay import REPLAY_SUMMARY, replay_runs
+    from dynsteer_hook.toolsandbox.offline.replay import REPLAY_SUMMARY, replay_runs
 
     options = _options(args)
     summary = replay_runs(args.runs, options, args.out, args.parallel, progress=not args.no_progress,

@@ -1,4 +1,4 @@
-"""``dynsteer run``, ``dynsteer demo``, ``dynsteer scenarios`` and ``dynsteer compile``: the ToolSandbox side of the CLI."""
+"""``dynsteer run``, ``dynsteer demo`` and ``dynsteer scenarios``: ToolSandbox scenarios played with dynsteer live in the loop."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ EXIT_INTERRUPTED = 130
 
 
 def add_run_parser(sub: Any) -> None:
-    """Register the ToolSandbox subcommands on the main parser."""
+    """Register ``dynsteer run``."""
     from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags
-    from dynsteer_hook.toolsandbox.engines import add_engine_flags
-    from dynsteer_hook.toolsandbox.roles import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
+    from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
+    from dynsteer_hook.toolsandbox.roles.named import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
 
     run = sub.add_parser(
         "run",
@@ -47,44 +47,26 @@ def add_run_parser(sub: Any) -> None:
     add_judge_flags(run)
     run.set_defaults(func=_cmd_run)
 
+
+
+def add_demo_parser(sub: Any) -> None:
+    """Register ``dynsteer demo``."""
     demo = sub.add_parser("demo", help="the embedded default: real scenarios, scripted agents, dynsteer live, no API key")
     demo.add_argument("-o", "--output_dir", type=Path, default=Path("dynsteer_runs"), help="output base directory")
     demo.add_argument("-p", "--parallel", type=int, default=1)
     demo.set_defaults(func=_cmd_demo)
 
-    be = sub.add_parser(
-        "blueprint-eval",
-        help="measure compiled blueprints against ToolSandbox's hidden milestones and minefields (paper Table 2)",
-        description="Compiles every scenario's public view with the deterministic generator (or reads --blueprints DIR), "
-        "compares each blueprint with the expert reference graph, prints the metrics overall and per category, "
-        "and writes blueprint_eval.csv and blueprint_eval.json.",
-    )
-    be.add_argument("--blueprints", type=Path, default=None, help="score stored blueprints <scenario>.json instead of compiling")
-    be.add_argument("-s", "--scenarios", nargs="*", help="names of scenarios to score (default: all)")
-    be.add_argument("-n", "--candidates", type=int, default=5, help="candidates per scenario for the deterministic generator")
-    be.add_argument("--split", choices=["dev", "held-out", "all"], default="all",
-                    help="score the development part, the held-out part (base scenarios chosen by a fixed hash of the name) or all; "
-                    "every metric is reported per part")
-    be.add_argument("--ged-timeout", type=float, default=2.0, help="seconds allowed per graph-edit-distance computation")
-    be.add_argument("-o", "--out", type=Path, default=Path("blueprint_eval"), help="directory for blueprint_eval.csv and .json")
-    be.add_argument("--preferred_tool_backend", default="DEFAULT")
-    be.set_defaults(func=_cmd_blueprint_eval)
 
+def add_scenarios_parser(sub: Any) -> None:
+    """Register ``dynsteer scenarios``."""
     sc = sub.add_parser("scenarios", help="list ToolSandbox scenario names")
     sc.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"])
     sc.set_defaults(func=_cmd_scenarios)
 
-    from dynsteer_hook.toolsandbox.compile_command import add_compile_parser
-    from dynsteer_hook.toolsandbox.replay_command import add_compare_parser, add_replay_parser
-
-    add_compile_parser(sub)
-    add_replay_parser(sub)
-    add_compare_parser(sub)
-
 
 def _verdict(result: dict[str, Any]) -> str:
-    from dynsteer_hook.toolsandbox.runner import crash_reason
-    from dynsteer_hook.toolsandbox.summaries import IN_FLIGHT
+    from dynsteer_hook.report.run_summary import IN_FLIGHT
+    from dynsteer_hook.toolsandbox.live.runner import crash_reason
 
     d = result.get("dynsteer") or {}
     if result.get("interrupted"):
@@ -107,7 +89,7 @@ def _verdict(result: dict[str, Any]) -> str:
 def _finish(results: list[dict[str, Any]], out: Path) -> int:
     """Print a verdict per scenario; an interrupted or faulty run ends in one sentence on stderr."""
     from dynsteer_hook.llm.judges import cache_sentence
-    from dynsteer_hook.toolsandbox.summaries import IN_FLIGHT, NOT_STARTED, interruption
+    from dynsteer_hook.report.run_summary import IN_FLIGHT, NOT_STARTED, interruption
 
     for r in sorted(results, key=lambda r: r["name"]):
         print(f"{r['name']}: {_verdict(r)}")
@@ -133,9 +115,9 @@ def _finish(results: list[dict[str, Any]], out: Path) -> int:
 def _cmd_run(args: argparse.Namespace) -> int:
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.flags import config_from_args, judges_from_args
-    from dynsteer_hook.toolsandbox.engines import check_engine
-    from dynsteer_hook.toolsandbox.preflight import check_blueprint_dir, check_script
-    from dynsteer_hook.toolsandbox.runner import (
+    from dynsteer_hook.toolsandbox.live.engines import check_engine
+    from dynsteer_hook.toolsandbox.live.preflight import check_blueprint_dir, check_script
+    from dynsteer_hook.toolsandbox.live.runner import (
         TEST_SCENARIO_NAMES,
         RunOptions,
         check_run,
@@ -143,7 +125,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         output_directory_for,
         run_scenarios,
     )
-    from dynsteer_hook.toolsandbox.summaries import scenario_counts
+    from dynsteer_hook.toolsandbox.live.summaries import scenario_counts
 
     if args.parallel < 1:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
@@ -187,7 +169,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:
     """The LiteLLM role's model settings (flags, then ``DYNSTEER_<ROLE>_*``), checked before any rollout (None for other roles)."""
     from dynsteer_hook.flags import model_from_args
-    from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM, USER_MODEL
+    from dynsteer_hook.toolsandbox.roles.named import AGENT_MODEL, LITELLM, USER_MODEL
 
     chosen = getattr(args, role)
     if chosen != LITELLM:
@@ -206,9 +188,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from importlib.resources import files
 
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
-    from dynsteer_hook.toolsandbox.runner import RunOptions, check_run, load_scenarios, run_scenarios, timestamp
-    from dynsteer_hook.toolsandbox.scripted import load_script
-    from dynsteer_hook.toolsandbox.summaries import interruption
+    from dynsteer_hook.report.run_summary import interruption
+    from dynsteer_hook.toolsandbox.live.runner import RunOptions, check_run, load_scenarios, run_scenarios, timestamp
+    from dynsteer_hook.toolsandbox.roles.scripted import load_script
 
     check_output_dir(args.output_dir, "-o/--output_dir")
     scripts = sorted((p for p in files("dynsteer_hook.data").joinpath("scripts").iterdir() if p.name.endswith(".json")), key=lambda p: p.name)
@@ -238,60 +220,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:
-    from dynsteer_hook.toolsandbox.runner import load_scenarios
+    from dynsteer_hook.toolsandbox.live.runner import load_scenarios
 
     scenarios = load_scenarios(None, args.preferred_tool_backend)
     for name, sc in scenarios.items():
         print(json.dumps({"name": name, "categories": [str(c) for c in sc.categories]}))
-    return 0
-
-
-def _cmd_blueprint_eval(args: argparse.Namespace) -> int:
-    from dynsteer_hook.files.outputs import check_output_dir, create_dir, reason
-    from dynsteer_hook.toolsandbox.blueprint_eval import (
-        ALL,
-        evaluate_scenarios,
-        render_split_lines,
-        render_table,
-        summarize_by_split,
-        write_outputs,
-    )
-    from dynsteer_hook.toolsandbox.runner import load_scenarios
-
-    if args.candidates < 1:
-        raise DynsteerError(f"-n/--candidates {args.candidates} must be at least 1")
-    if args.blueprints is not None and not args.blueprints.is_dir():
-        raise DynsteerError(f"--blueprints {args.blueprints} is not a directory; pass the folder holding <scenario>.json files")
-    check_output_dir(args.out, "-o/--out", ("blueprint_eval.csv", "blueprint_eval.json"))
-    scenarios = load_scenarios(None, args.preferred_tool_backend)
-    unknown = sorted(set(args.scenarios or ()) - set(scenarios))
-    if unknown:
-        raise DynsteerError(f"unknown scenario name(s) {unknown[:5]}; list them with 'dynsteer scenarios'")
-    scores = evaluate_scenarios(
-        scenarios, args.scenarios or None, blueprint_dir=args.blueprints, candidates=args.candidates, ged_timeout=args.ged_timeout,
-        split=args.split,
-    )
-    if not scores:
-        raise DynsteerError(f"no scenario of the split {args.split!r} was selected; pick other -s names or another --split")
-    by_split = summarize_by_split(scores)
-    summary = by_split["all"]
-    print(render_table(summary))
-    print(f"\nper split (tool operations exclude @agent_message; ask-or-decline is scored on its own):\n{render_split_lines(by_split)}")
-    overall = summary[ALL]
-    if overall.get("compile_ms_median") is not None:
-        print(f"\ncompile time per scenario (no LLM): median {overall['compile_ms_median']:.2f} ms, "
-              f"p99 {overall['compile_ms_p99']:.2f} ms, max {overall['compile_ms_max']:.2f} ms")
-    stale = sum(1 for s in scores if s.stale)
-    if stale:
-        print(f"\nnote: {stale} stored blueprint(s) were compiled from a different public view (stale); regenerate them")
-    settings = {
-        "source": str(args.blueprints) if args.blueprints else "deterministic generator (compiled now)",
-        "candidates": args.candidates, "ged_timeout_s": args.ged_timeout, "scenarios": len(scores), "stale_blueprints": stale,
-        "split": args.split,
-    }
-    try:
-        csv_path, json_path = write_outputs(create_dir(args.out, "-o/--out"), by_split, scores, settings)
-    except OSError as exc:
-        raise OutputError(f"the results cannot be written to {args.out} ({reason(exc)}); free some space or pass another -o/--out") from None
-    print(f"wrote {csv_path} and {json_path}")
     return 0

@@ -1,10 +1,9 @@
-"""What a run tells about its scenarios: the counts ToolSandbox's CLI prints before a run, its
-per-category means, and ``dynsteer_summary.json``.
+"""ToolSandbox's own summaries of a run: the counts its CLI prints before a run, its per-category means, and
+``result_summary.json``.
 
 A result carrying ``interrupted`` (Ctrl-C) is not a ToolSandbox result: it stays out of
-``per_scenario_results`` and of the category means, and both summaries list it under
-``interrupted`` (in flight: its report is marked interrupted; not started: nothing was
-written for it).
+``per_scenario_results`` and of the category means, and the summary lists it under ``interrupted``
+(see ``dynsteer_hook.report.run_summary``, which also makes ``dynsteer_summary.json``).
 """
 
 from __future__ import annotations
@@ -18,15 +17,11 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from dynsteer_hook.report.run_summary import IN_FLIGHT, interruption
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
-from dynsteer_hook.toolsandbox.results import IN_FLIGHT, NOT_STARTED
 
 from tool_sandbox.common.execution_context import ExecutionContext, new_context
 from tool_sandbox.common.scenario import Scenario
-
-__all__ = ["IN_FLIGHT", "NOT_STARTED", "category_summary", "dynsteer_summary", "interruption", "result_summary",
-           "scenario_counts", "toolsandbox_summaries"]
-
 
 _SUMMARY_FUNCTIONS = ("get_category_summary", "get_category_to_scenario_count", "get_necessary_tool_name_to_scenario_count")
 
@@ -88,15 +83,6 @@ def _git_sha() -> str | None:
     return sha + (" + local changes" if dirty else "")
 
 
-def interruption(results: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Which scenarios a Ctrl-C stopped while playing and which it kept from starting (None: no interruption)."""
-    in_flight = sorted(r["name"] for r in results if r.get("interrupted") == IN_FLIGHT)
-    not_started = sorted(r["name"] for r in results if r.get("interrupted") == NOT_STARTED)
-    if not in_flight and not not_started:
-        return None
-    return {"finished": sum(1 for r in results if not r.get("interrupted")), IN_FLIGHT: in_flight, NOT_STARTED: not_started}
-
-
 def result_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """ToolSandbox's ``result_summary.json`` over the finished scenarios, plus the interruption if any."""
     finished = [r for r in results if not r.get("interrupted")]
@@ -108,58 +94,4 @@ def result_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     stopped = interruption(results)
     if stopped is not None:
         summary["interrupted"] = stopped | {"in_flight_results": [r for r in results if r.get("interrupted") == IN_FLIGHT]}
-    return summary
-
-
-def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-run summary of the dynsteer evaluator over all scenarios."""
-    halts: Counter[str] = Counter()
-    tiers: Counter[str] = Counter()
-    outcome: Counter[str] = Counter()
-    steps_saved = 0
-    per: list[dict[str, Any]] = []
-    blocks = [(r, r["dynsteer"]) for r in results if r.get("dynsteer") is not None]
-    for r, d in blocks:
-        outcome[d["outcome"]] += 1
-        if d["halted"]:
-            halts[d["stop"]["reason"]] += 1
-            steps_saved += d["scripted_steps_not_played"] or 0
-        for tier, n in d["stage_dimensions_by_tier"].items():
-            tiers[tier] += n
-        per.append({
-            "name": r["name"],
-            "outcome": d["outcome"],
-            "crash": d.get("crash"),
-            "stop": d["stop"],
-            "score": d["score"],
-            "similarity": r.get("similarity"),
-            "crashed": r.get("exception_type") is not None,
-            "k": d["k"],
-            "t": d["t"],
-            "blueprint_stale": d.get("blueprint_stale", False),
-            "incomplete_logs": d.get("incomplete_logs", []),
-            "report_written": d.get("report_written", True),
-        })
-    judged = [p for p in per if not p["crashed"] and p["outcome"] != "interrupted"]
-    cached = [d["judge_cache"] for _, d in blocks if "judge_cache" in d]
-    summary = {
-        "scenarios": len(per),
-        "crashed": sum(1 for p in per if p["crashed"]),
-        "outcomes": dict(sorted(outcome.items())),
-        "halted": sum(halts.values()),
-        "halts_by_reason": dict(sorted(halts.items())),
-        "stage_dimensions_by_tier": dict(sorted(tiers.items())),
-        "mean_score": round(sum(p["score"] for p in judged) / len(judged), 6) if judged else None,
-        "scripted_steps_not_played": steps_saved,
-        "evaluator_seconds": round(sum(d["evaluator_seconds"] for _, d in blocks), 4),
-        "rollout_seconds": round(sum(d["rollout_seconds"] for _, d in blocks), 4),
-        "stale_blueprints": sorted(p["name"] for p in per if p["blueprint_stale"]),
-        "incomplete_files": sorted(p["name"] for p in per if p["incomplete_logs"] or not p["report_written"]),
-        "per_scenario": sorted(per, key=lambda p: p["name"]),
-    }
-    if cached:
-        summary["judge_cache"] = {k: sum(c[k] for c in cached) for k in ("hits", "misses", "corrupt", "unwritable")}
-    stopped = interruption(results)
-    if stopped is not None:
-        summary["interrupted"] = stopped
     return summary
