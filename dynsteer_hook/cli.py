@@ -166,11 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     sc.set_defaults(func=_cmd_schema)
 
     try:
-        from dynsteer_hook.toolsandbox.cli import add_run_parser
+        from dynsteer_hook.toolsandbox.commands.register import add_commands
     except ImportError:  # pragma: no cover - the package ships the subpackage
         pass
     else:
-        add_run_parser(sub)
+        add_commands(sub)
     return parser
 
 

@@ -42,11 +42,11 @@ from dynsteer_hook.llm.client import LLMClient
 from dynsteer_hook.logs import configure_logging
 from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.errors import DynsteerError
-from dynsteer_hook.toolsandbox.blueprint_eval import ALL, score_scenario, summarize_by_split
-from dynsteer_hook.toolsandbox.reference import reference_graphs
-from dynsteer_hook.toolsandbox.runner import load_scenarios
+from dynsteer_hook.toolsandbox.live.runner import load_scenarios
+from dynsteer_hook.toolsandbox.quality.blueprint_eval import ALL, score_scenario, summarize_by_split
+from dynsteer_hook.toolsandbox.quality.reference import reference_graphs
+from dynsteer_hook.toolsandbox.quality.split import in_split
 from dynsteer_hook.toolsandbox.scenario_view import public_view
-from dynsteer_hook.toolsandbox.split import in_split
 
 MODEL = "openai/local"
 WAYS = ("generator", "llm", "pooled")

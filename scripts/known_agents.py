@@ -46,7 +46,7 @@ from known_quality.verify import (
 
 from dynsteer_hook.files.outputs import write_json_atomic
 from dynsteer_hook.model.errors import DynsteerError
-from dynsteer_hook.toolsandbox.runner import load_scenarios
+from dynsteer_hook.toolsandbox.live.runner import load_scenarios
 
 from tool_sandbox.common.scenario import Scenario
 

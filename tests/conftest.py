@@ -36,11 +36,11 @@ def _isolated_structlog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def core_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run ``cli.main`` as a core-only install would: without the ToolSandbox subcommands.
 
-    ``build_parser`` registers ``run``/``demo`` when ``dynsteer_hook.toolsandbox.cli`` imports,
+    ``build_parser`` registers ``run``/``demo`` when ``dynsteer_hook.toolsandbox.commands.register`` imports,
     which loads ToolSandbox (seconds). The core suite tests ``evaluate``/``validate``/``schema``
     only; tests/toolsandbox covers the rest.
     """
-    monkeypatch.setitem(sys.modules, "dynsteer_hook.toolsandbox.cli", None)
+    monkeypatch.setitem(sys.modules, "dynsteer_hook.toolsandbox.commands.register", None)
 
 
 @pytest.fixture

@@ -17,8 +17,8 @@ from dynsteer_hook.llm.endpoint import endpoint_without_secrets
 from dynsteer_hook.llm.judges import JUDGE_MODEL
 from dynsteer_hook.llm.settings import ModelSettings, env_name
 from dynsteer_hook.model.config import EvaluatorConfig
-from dynsteer_hook.toolsandbox.compile_command import COMPILE_MODEL
-from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, USER_MODEL
+from dynsteer_hook.toolsandbox.commands.compile import COMPILE_MODEL
+from dynsteer_hook.toolsandbox.roles.named import AGENT_MODEL, USER_MODEL
 
 ROLES = {"judge": ("evaluate", JUDGE_MODEL), "agent": ("run", AGENT_MODEL), "user": ("run", USER_MODEL), "compile": ("compile", COMPILE_MODEL)}
 REQUIRED = {"evaluate": ["--blueprint", "b", "--events", "e", "--report", "r"], "run": [], "compile": ["--all"]}

@@ -13,8 +13,8 @@ from ts_support import A, B, D, E
 
 from dynsteer_hook.cli import main as cli_main
 from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Edge, Milestone, Minefield
-from dynsteer_hook.toolsandbox import runner
-from dynsteer_hook.toolsandbox.blueprint_eval import (
+from dynsteer_hook.toolsandbox.live import runner
+from dynsteer_hook.toolsandbox.quality.blueprint_eval import (
     ALL,
     Tally,
     evaluate_scenarios,
@@ -25,7 +25,7 @@ from dynsteer_hook.toolsandbox.blueprint_eval import (
     summarize_by_category,
     summarize_by_split,
 )
-from dynsteer_hook.toolsandbox.reference import ReferenceGraph, reference_graphs
+from dynsteer_hook.toolsandbox.quality.reference import ReferenceGraph, reference_graphs
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -12,7 +12,7 @@ import pytest
 
 from dynsteer_hook.files.blueprints import load_blueprint, save_blueprint
 from dynsteer_hook.model.blueprint import Edge, Milestone
-from dynsteer_hook.toolsandbox.preflight import default_blueprint_dir
+from dynsteer_hook.toolsandbox.live.preflight import default_blueprint_dir
 
 pytestmark = pytest.mark.toolsandbox
 

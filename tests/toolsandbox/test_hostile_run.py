@@ -27,8 +27,8 @@ from test_hostile_files import snapshot
 from ts_support import BLUEPRINTS, SCRIPTS, A, B, C
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.toolsandbox.roles import LITELLM
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario, run_scenarios
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenario, run_scenarios
+from dynsteer_hook.toolsandbox.roles.named import LITELLM
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -13,7 +13,7 @@ from ts_support import A
 
 from dynsteer_hook.cli import main
 from dynsteer_hook.files.blueprints import load_blueprint
-from dynsteer_hook.toolsandbox.roles import LITELLM
+from dynsteer_hook.toolsandbox.roles.named import LITELLM
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -24,7 +24,7 @@ from functools import partial
 from typing import Any, Literal, TypeVar
 
 from dynsteer_hook.model.errors import DynsteerError
-from dynsteer_hook.toolsandbox import interrupts
+from dynsteer_hook.toolsandbox.live import interrupts
 
 Engine = Literal["local", "ray"]
 ENGINES: tuple[str, ...] = ("local", "ray")

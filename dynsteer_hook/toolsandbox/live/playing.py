@@ -30,18 +30,16 @@ from dynsteer_hook.model.errors import ScenarioError
 from dynsteer_hook.model.events import Event
 from dynsteer_hook.model.records import IncompleteLog, with_files
 from dynsteer_hook.report.html import REPORT_HTML, render_run
+from dynsteer_hook.report.run_summary import IN_FLIGHT, NOT_STARTED, DynsteerBlock
 from dynsteer_hook.report.writer import AUDIT_LOG, write_report
 from dynsteer_hook.runtime.evaluator import Evaluator
-from dynsteer_hook.toolsandbox import (
-    _quiet,  # noqa: F401 - must precede the tool_sandbox imports
-    interrupts,
-)
-from dynsteer_hook.toolsandbox.adapter import GuardedRole, RolloutSession
-from dynsteer_hook.toolsandbox.preflight import blueprint_path, default_blueprint_dir, model_of
-from dynsteer_hook.toolsandbox.results import IN_FLIGHT, NOT_STARTED, DynsteerBlock, ScenarioResult
-from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, litellm_role
+from dynsteer_hook.toolsandbox.live import interrupts
+from dynsteer_hook.toolsandbox.live.adapter import GuardedRole, RolloutSession
+from dynsteer_hook.toolsandbox.live.preflight import blueprint_path, default_blueprint_dir, model_of
+from dynsteer_hook.toolsandbox.live.results import ScenarioResult
+from dynsteer_hook.toolsandbox.roles.named import AGENTS, LITELLM, SCRIPTED, USERS, litellm_role
+from dynsteer_hook.toolsandbox.roles.scripted import ScriptedAgent, ScriptedUser, load_script
 from dynsteer_hook.toolsandbox.scenario_view import public_view
-from dynsteer_hook.toolsandbox.scripted import ScriptedAgent, ScriptedUser, load_script
 
 from tool_sandbox.common.execution_context import RoleType
 from tool_sandbox.common.scenario import Scenario

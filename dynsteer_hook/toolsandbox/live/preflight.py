@@ -18,9 +18,9 @@ from dynsteer_hook.files.blueprints import load_valid_blueprint, shipped_bluepri
 from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import ScenarioError
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
-from dynsteer_hook.toolsandbox.roles import LITELLM, SCRIPTED
+from dynsteer_hook.toolsandbox.roles.named import LITELLM, SCRIPTED
+from dynsteer_hook.toolsandbox.roles.scripted import ScenarioScript, load_script
 from dynsteer_hook.toolsandbox.scenario_view import public_view
-from dynsteer_hook.toolsandbox.scripted import ScenarioScript, load_script
 
 from tool_sandbox.common.scenario import Scenario
 

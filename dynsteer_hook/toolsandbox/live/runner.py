@@ -17,14 +17,15 @@ from typing import Any
 from dynsteer_hook.files.outputs import create_dir, reason, write_json_atomic
 from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import OutputError
+from dynsteer_hook.report.run_summary import IN_FLIGHT, dynsteer_summary
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
-from dynsteer_hook.toolsandbox.engines import check_engine, run_jobs
-from dynsteer_hook.toolsandbox.playing import EVENTS_FILE, RunOptions, play_scenario, run_scenario
-from dynsteer_hook.toolsandbox.preflight import BlueprintCheck, blueprint_path, check_inputs, default_blueprint_dir
-from dynsteer_hook.toolsandbox.results import IN_FLIGHT, ScenarioResult, crash_reason, dumps_result
-from dynsteer_hook.toolsandbox.roles import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory
+from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
+from dynsteer_hook.toolsandbox.live.playing import EVENTS_FILE, RunOptions, play_scenario, run_scenario
+from dynsteer_hook.toolsandbox.live.preflight import BlueprintCheck, blueprint_path, check_inputs, default_blueprint_dir
+from dynsteer_hook.toolsandbox.live.results import ScenarioResult, crash_reason, dumps_result
+from dynsteer_hook.toolsandbox.live.summaries import result_summary
+from dynsteer_hook.toolsandbox.roles.named import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory
 from dynsteer_hook.toolsandbox.scenarios import TEST_SCENARIO_NAMES, load_scenarios
-from dynsteer_hook.toolsandbox.summaries import dynsteer_summary, result_summary
 
 from tool_sandbox.common.scenario import Scenario
 

@@ -20,7 +20,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.metaeval import (
+from dynsteer_hook.model.errors import DynsteerError
+from dynsteer_hook.toolsandbox.offline.metaeval import (
     PairKey,
     PairTest,
     all_pairs,
@@ -30,8 +31,7 @@ from dynsteer_hook.metaeval import (
     saturation,
     stop_table,
 )
-from dynsteer_hook.model.errors import DynsteerError
-from dynsteer_hook.toolsandbox.replay import ReplayOptions, _is_run, replay_runs
+from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions, _is_run, replay_runs
 
 EVALUATORS = ("dynsteer", "native")
 

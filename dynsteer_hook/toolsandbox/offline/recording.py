@@ -24,8 +24,8 @@ import polars as pl
 from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.model.events import Event
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
-from dynsteer_hook.toolsandbox.adapter import STATE_NAMESPACES, RowMapper, simulator_only, state_changes
 from dynsteer_hook.toolsandbox.calls import GatedCall, inspect_code, offered_tools
+from dynsteer_hook.toolsandbox.live.adapter import STATE_NAMESPACES, RowMapper, simulator_only, state_changes
 
 from tool_sandbox.common.execution_context import DatabaseNamespace, ExecutionContext, RoleType
 

@@ -33,8 +33,8 @@ from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
 from dynsteer_hook.report.html import REPORT_HTML, render_run
 from dynsteer_hook.report.writer import AUDIT_LOG, write_report
 from dynsteer_hook.runtime.evaluator import Evaluator
-from dynsteer_hook.toolsandbox.engines import check_engine, run_jobs
-from dynsteer_hook.toolsandbox.recording import (
+from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
+from dynsteer_hook.toolsandbox.offline.recording import (
     RESULT_SUMMARY,
     BatchCost,
     Recording,

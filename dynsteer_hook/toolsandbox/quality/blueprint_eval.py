@@ -53,8 +53,8 @@ import networkx as nx
 
 from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint
 from dynsteer_hook.model.contract import validate_blueprint
-from dynsteer_hook.toolsandbox.reference import ReferenceGraph
-from dynsteer_hook.toolsandbox.split import in_split, split_of
+from dynsteer_hook.toolsandbox.quality.reference import ReferenceGraph
+from dynsteer_hook.toolsandbox.quality.split import in_split, split_of
 
 ALL = "ALL_CATEGORIES"
 INSUFFICIENT = "INSUFFICIENT_INFORMATION"
@@ -371,7 +371,7 @@ def evaluate_scenarios(
     """
     from dynsteer_hook.compile.compiler import compile_generator_only
     from dynsteer_hook.files.blueprints import load_blueprint
-    from dynsteer_hook.toolsandbox.reference import reference_graphs
+    from dynsteer_hook.toolsandbox.quality.reference import reference_graphs
     from dynsteer_hook.toolsandbox.scenario_view import public_view
 
     refs = reference_graphs(scenarios)

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
-from dynsteer_hook.toolsandbox.split import base_scenario_name
+from dynsteer_hook.toolsandbox.quality.split import base_scenario_name
 
 from tool_sandbox.common.evaluation import Milestone as TSMilestone
 from tool_sandbox.common.evaluation import SnapshotConstraint, guardrail_similarity

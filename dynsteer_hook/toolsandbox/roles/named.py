@@ -91,7 +91,7 @@ USER_MODEL = ModelSettings(prefix="user", temperature=0.7, timeout=120.0, max_re
 
 def litellm_role(kind: Literal["agent", "user"], settings: ModelSettings) -> BaseRole:
     """The LiteLLM agent or user, calling ``settings``' model through a checked client."""
-    from dynsteer_hook.toolsandbox.llm_roles import LiteLLMAgent, LiteLLMUser
+    from dynsteer_hook.toolsandbox.roles.litellm_roles import LiteLLMAgent, LiteLLMUser
 
     tool_choice = None if settings.tool_choice == "omit" else settings.tool_choice
     return (LiteLLMAgent if kind == "agent" else LiteLLMUser)(settings.client(), tool_choice=tool_choice)
