@@ -20,7 +20,18 @@ if TYPE_CHECKING:
     from dynsteer_hook.files.outputs import JsonlSink
     from dynsteer_hook.judges.base import DimensionScore, Judge, JudgeRequest, Verdict
     from dynsteer_hook.judges.tier1 import Tier1Judge
-    from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Edge, Milestone, MilestoneEvidence, Minefield, StatePredicate, ToolSpec, parse_blueprint
+    from dynsteer_hook.model.blueprint import (
+        AGENT_MESSAGE_TOOL,
+        Binding,
+        Blueprint,
+        Edge,
+        Milestone,
+        MilestoneEvidence,
+        Minefield,
+        StatePredicate,
+        ToolSpec,
+        parse_blueprint,
+    )
     from dynsteer_hook.model.catalog import ToolCatalog
     from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
     from dynsteer_hook.model.contract import ContractViolation, validate_blueprint

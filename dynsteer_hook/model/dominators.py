@@ -137,7 +137,7 @@ class DominatorTree:
         return self._names[self._idom[self._index[node]]]
 
     def idom_map(self) -> dict[str, str]:
-        """idom of every milestone, as ``graph.dominator_map`` gives it."""
+        """idom of every milestone, the start node ``START`` left out (as networkx 3.6 and later give it)."""
         return {self._names[v]: self._names[self._idom[v]] for v in range(1, len(self._names))}
 
     def children(self, node: str) -> list[str]:
