@@ -13,9 +13,9 @@ from typing import Any
 
 from dynsteer_hook.model.blueprint import Binding, Blueprint, Edge, Milestone, Minefield, ToolSpec
 from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.dominators import START
 from dynsteer_hook.model.errors import Halt
 from dynsteer_hook.model.events import AgentMessage, Event, StateChange, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.model.graph import START
 from dynsteer_hook.model.predicates import ArgPredicate
 from dynsteer_hook.model.records import ListSink, Report
 from dynsteer_hook.runtime.evaluator import Evaluator

@@ -10,8 +10,8 @@ import pytest
 from builders import FAMILIES, Family, blueprint
 from dominator_oracle import augmented, dominator_map, immediate_dominators
 
+from dynsteer_hook.model.dominators import START
 from dynsteer_hook.model.graph import (
-    START,
     FrontierTracker,
     ancestor_sets,
     find_cycle,

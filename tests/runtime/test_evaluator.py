@@ -28,9 +28,9 @@ from builders import (
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
 from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Binding, Minefield, StatePredicate
 from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.dominators import START
 from dynsteer_hook.model.errors import BlueprintError, Halt
 from dynsteer_hook.model.events import StateChange, ToolCall
-from dynsteer_hook.model.graph import START
 from dynsteer_hook.model.predicates import ArgPredicate
 from dynsteer_hook.model.records import ListSink
 from dynsteer_hook.runtime.evaluator import Evaluator
