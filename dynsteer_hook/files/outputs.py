@@ -210,6 +210,14 @@ class JsonlSink:
         self.close()
 
 
+
+def open_log(path: str | Path) -> JsonlSink:
+    """A fresh log at ``path``; one that cannot be created (a full disk) is a broken sink, recorded as missing from record 0."""
+    try:
+        return JsonlSink(path)
+    except OSError as exc:
+        return JsonlSink.broken(path, reason(exc))
+
 def _first_existing(path: Path) -> Path:
     p = path.absolute()
     while not os.path.lexists(p) and p != p.parent:

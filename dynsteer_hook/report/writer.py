@@ -1,8 +1,9 @@
 """The one path that writes a run's report files, atomically.
 
 The JSON report and its Markdown rendering are renamed into place together, so a killed
-process leaves either the previous pair or the new one; the audit log beside them is appended
-line by line as the run goes (see ``dynsteer_hook.files.outputs``).
+process leaves either the previous pair or the new one; a rollout's HTML page follows them
+(``write_run_report``); the audit log beside them is appended line by line as the run goes
+(see ``dynsteer_hook.files.outputs``).
 """
 
 from __future__ import annotations
@@ -10,8 +11,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dynsteer_hook.files.outputs import StagedFiles
+from dynsteer_hook.files.outputs import StagedFiles, write_text_atomic
+from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.records import Report
+from dynsteer_hook.report.html import REPORT_HTML, render_run
 from dynsteer_hook.report.markdown import render_markdown
 
 AUDIT_LOG = "dynsteer_audit.jsonl"
@@ -40,3 +43,16 @@ def write_report(report: Report, out_dir: str | Path) -> tuple[Path, Path]:
         paths = stage_report(staged, report, out_dir)
         staged.commit()
     return paths
+
+
+def write_run_report(report: Report, out_dir: str | Path, blueprint: Blueprint) -> tuple[Path, Path, Path]:
+    """Write a rollout's report files into ``out_dir``: the JSON and Markdown pair (see ``write_report``), then the
+    HTML page that draws ``blueprint``.
+
+    Raises:
+        OSError: A file could not be written (the pair is whole, old or new, whatever failed).
+    """
+    json_path, md_path = write_report(report, out_dir)
+    html_path = Path(out_dir) / REPORT_HTML
+    write_text_atomic(html_path, render_run(report, blueprint))
+    return json_path, md_path, html_path

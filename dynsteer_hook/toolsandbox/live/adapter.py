@@ -1,12 +1,13 @@
-"""The middleware inside ToolSandbox's execution loop.
+"""The middleware inside ToolSandbox's execution loop: how the loop reaches the hook.
 
 ``Scenario.play`` calls ``roles[recipient].respond()`` until the conversation ends. Each
 role is wrapped in a ``GuardedRole``: after the role appended its SANDBOX rows, the rows
-are mapped to the core's events (raw clock k) and fed to the evaluator. An agent's tool
-call rows are fed before the execution environment gets its turn, so a fatal minefield
-halts the run before the call executes. A ``Halt`` raised by the evaluator stops the
-rollout there: the conversation is marked inactive, ``play`` returns normally, and
-ToolSandbox evaluates and stores the partial trajectory.
+are mapped to the core's events (raw clock k) and handed to the rollout's hook
+(``hook.RolloutHook.on_event``; the ``LiveHook`` feeds the evaluator), and the end of each
+agent turn to ``on_turn_end``. An agent's tool call rows are handed on before the execution
+environment gets its turn, so a fatal minefield halts the run before the call executes. A
+``Halt`` raised by the hook stops the rollout there: the conversation is marked inactive,
+``play`` returns normally, and ToolSandbox evaluates and stores the partial trajectory.
 
 Before any of that, every row a role addressed to the execution environment goes through
 the tool-call gate (``calls.inspect_code``): whichever role wrote it (the package's own or
@@ -24,7 +25,7 @@ import json
 import re
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Literal
 
 import polars as pl
@@ -34,6 +35,7 @@ from dynsteer_hook.model.events import AgentMessage, Event, StateChange, SystemM
 from dynsteer_hook.model.records import StopRecord
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import GatedCall, inspect_code, offered_tools
+from dynsteer_hook.toolsandbox.live.hook import EventSeen, RolloutHook, TurnEnded
 
 from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType, get_current_context
 from tool_sandbox.roles.base_role import BaseRole
@@ -231,19 +233,20 @@ def end_conversation_now() -> None:
 
 
 class RolloutSession:
-    """Feeds one rollout's SANDBOX rows to a sink of events, in order, each exactly once.
+    """Hands one rollout's SANDBOX rows to its hook as events, in order, each exactly once.
 
     Args:
-        on_event: Called with every mapped event (the evaluator's ``observe`` plus logging);
-            it may raise ``Halt``.
-        on_turn: Called after each agent turn (execution batch) with its number, seconds and
-            tokens (``None`` when the role does not count them), so a replay can say what a
-            stop would have saved.
+        hook: Told every mapped event (``on_event``, which may raise ``Halt``) and the end of each
+            agent turn (execution batch) with its seconds and tokens (``on_turn_end``; tokens
+            ``None`` when the role does not count them), so a replay can say what a stop would
+            have saved.
+        scenario: The scenario's name, carried by every payload.
     """
 
-    def __init__(self, on_event: Callable[[Event], object], on_turn: Callable[[int, float, int | None], object] | None = None) -> None:
-        self._on_event = on_event
-        self._on_turn = on_turn
+    def __init__(self, hook: RolloutHook, scenario: str) -> None:
+        self._hook = hook
+        self._scenario = scenario
+        self.events = 0
         self.agent_turns = 0
         self._previous_sender = ""
         self._mapper = RowMapper()
@@ -277,8 +280,7 @@ class RolloutSession:
 
     def turn_done(self, seconds: float, tokens: int | None) -> None:
         """Report the agent turn that just ended (its number is ``agent_turns``)."""
-        if self._on_turn is not None:
-            self._on_turn(self.agent_turns, seconds, tokens)
+        self._hook.on_turn_end(TurnEnded(self._scenario, self.agent_turns, seconds, tokens))
 
     def sync(self, before: Snapshots | None = None) -> None:
         """Feed rows appended since the last sync; the first result row carries the state change."""
@@ -302,7 +304,8 @@ class RolloutSession:
             if is_result:
                 pending_changes = ()
             if event is not None:
-                self._on_event(event)
+                self.events += 1
+                self._hook.on_event(EventSeen(self._scenario, self.events, self.agent_turns, event))
 
 
 def _tokens(role: BaseRole) -> int | None:
@@ -315,7 +318,7 @@ def _tokens(role: BaseRole) -> int | None:
 
 
 class GuardedRole(BaseRole):
-    """Wraps a ToolSandbox role: after it responds, its rows go through the evaluator."""
+    """Wraps a ToolSandbox role: after it responds, its rows go through the gate and to the rollout's hook."""
 
     def __init__(self, inner: BaseRole, session: RolloutSession) -> None:
         self.inner = inner

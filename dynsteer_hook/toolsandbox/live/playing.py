@@ -1,9 +1,10 @@
 """Playing one ToolSandbox scenario, with the native evaluator or with dynsteer live in the loop.
 
 ``run_scenario`` lives at module level so that the ``spawn`` worker processes of a parallel
-run import it and build their own roles, evaluator and session. It returns the scenario's
-entry of ``per_scenario_results`` (a ``ScenarioResult``'s record): ToolSandbox's keys plus a
-``dynsteer`` block.
+run import it and build their own roles, hook and session. It returns the scenario's entry
+of ``per_scenario_results`` (a ``ScenarioResult``'s record): ToolSandbox's keys plus a
+``dynsteer`` block. With dynsteer live, the roles reach the ``hook.LiveHook`` through the
+``adapter``: the hook judges every event, then finishes and writes the report.
 
 Faults never cost what is already known: a log that cannot be written (a full disk) stops
 growing while the evaluator goes on in memory and the report names the first missing
@@ -21,20 +22,19 @@ from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.files.blueprints import load_blueprint
-from dynsteer_hook.files.events import EventLog
-from dynsteer_hook.files.outputs import JsonlSink, reason, write_text_atomic
+from dynsteer_hook.files.outputs import open_log
 from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import ScenarioError
-from dynsteer_hook.model.events import Event
-from dynsteer_hook.model.records import IncompleteLog, with_files
-from dynsteer_hook.report.html import REPORT_HTML, render_run
 from dynsteer_hook.report.run_summary import IN_FLIGHT, NOT_STARTED, DynsteerBlock
-from dynsteer_hook.report.writer import AUDIT_LOG, write_report
+from dynsteer_hook.report.writer import AUDIT_LOG
 from dynsteer_hook.runtime.evaluator import Evaluator
+from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.live import interrupts
 from dynsteer_hook.toolsandbox.live.adapter import GuardedRole, RolloutSession
+from dynsteer_hook.toolsandbox.live.hook import EVENTS_FILE, EventFileHook, LiveHook, RolloutEnd, RolloutHook, RolloutStart
+from dynsteer_hook.toolsandbox.live.interrupts import InterruptControl
 from dynsteer_hook.toolsandbox.live.preflight import blueprint_path, default_blueprint_dir, model_of
 from dynsteer_hook.toolsandbox.live.results import ScenarioResult
 from dynsteer_hook.toolsandbox.roles.named import AGENTS, LITELLM, SCRIPTED, USERS, litellm_role
@@ -46,7 +46,7 @@ from tool_sandbox.common.scenario import Scenario
 from tool_sandbox.roles.base_role import BaseRole
 from tool_sandbox.roles.execution_environment import ExecutionEnvironment
 
-EVENTS_FILE = "dynsteer_events.jsonl"
+__all__ = ["EVENTS_FILE", "RunOptions", "play_scenario", "run_scenario"]
 
 
 @dataclass(frozen=True)
@@ -64,6 +64,7 @@ class RunOptions:
     agent_model: ModelSettings | None = None  # the model of the LiteLLM agent
     user_model: ModelSettings | None = None  # the model of the LiteLLM user
     allow_stale: bool = False  # play blueprints compiled from another version of the public view
+    observers: tuple[RolloutHook, ...] = ()  # further hooks of every rollout (picklable: spawn workers get copies)
 
 
 def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRole], ScriptedAgent | None]:
@@ -87,19 +88,6 @@ def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRol
     return {RoleType.USER: user, RoleType.EXECUTION_ENVIRONMENT: ExecutionEnvironment(), RoleType.AGENT: agent}, scripted_agent
 
 
-def _open_log(path: Path) -> JsonlSink:
-    """A log of the rollout; one that cannot be created (a full disk) is recorded as missing from record 0."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return JsonlSink(path)
-    except OSError as exc:
-        return JsonlSink.broken(path, reason(exc))
-
-
-def _log_gap(sink: JsonlSink, name: str) -> IncompleteLog | None:
-    return IncompleteLog(file=name, from_record=sink.records, reason=sink.error) if sink.error else None
-
-
 def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions, output_directory: Path) -> dict[str, Any]:
     """Play and evaluate one scenario; its entry of ``per_scenario_results`` (see ``play_scenario``)."""
     return play_scenario(name_and_scenario, options=options, output_directory=output_directory).record()
@@ -119,77 +107,52 @@ def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOption
                 return _with_llm_spending(_play(name, scenario, roles, output_directory), roles)
         except KeyboardInterrupt:
             return ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
+    return _play_live(name, scenario, roles, scripted, options, output_directory, control)
 
+
+def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], scripted: ScriptedAgent | None, options: RunOptions,
+               output_directory: Path, control: InterruptControl) -> ScenarioResult:
+    """dynsteer live in the loop: the roles hand their rows to the hook, which judges them and writes the report."""
     trajectory = output_directory / "trajectories" / name
-    directory = options.blueprint_dir or default_blueprint_dir()
-    bp = load_blueprint(blueprint_path(directory, name))
+    path = blueprint_path(options.blueprint_dir or default_blueprint_dir(), name)
+    bp = load_blueprint(path)
     prov = bp.provenance
     stale = bool(prov and prov.public_view_hash and prov.public_view_hash != public_view(name, scenario).digest())
-    spent = [0.0]
-    sink = _open_log(trajectory / AUDIT_LOG)
-    log = EventLog(_open_log(trajectory / EVENTS_FILE)) if options.write_events else None
+    sink = open_log(trajectory / AUDIT_LOG)
+    observers: list[RolloutHook] = [EventFileHook(trajectory / EVENTS_FILE)] if options.write_events else []
+    observers += options.observers
     try:
-        try:
-            judges = options.judges.build()
-            evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
-        except Exception as exc:  # nothing was played: the scenario is a crash with the evaluator's error
-            for role in roles.values():
-                role.teardown()
-            return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=0, seconds=0.0, spent=0.0)
-        if log is not None:
-            log.meta(task=name, blueprint=str(blueprint_path(directory, name).name))
-
-        def on_event(event: Event) -> None:
-            start = time.perf_counter()
-            control.hold()  # the evaluator's state is never left half-updated by Ctrl-C
-            try:
-                if log is not None:
-                    log.write(event)
-                evaluator.observe(event)
-            except BaseException:
-                control.release(deliver=False)
-                raise
-            finally:
-                spent[0] += time.perf_counter() - start
-            control.release()
-
-        def on_turn(turn: int, seconds: float, tokens: int | None) -> None:
-            if log is not None:  # what each agent turn cost, so a replay can say what a stop saves
-                log.meta(batch_cost={"batch": turn, "seconds": round(seconds, 6), "tokens": tokens})
-
-        session = RolloutSession(on_event, on_turn)
-        guarded: dict[RoleType, BaseRole] = {rt: GuardedRole(role, session) for rt, role in roles.items()}
+        judges = options.judges.build()
+        evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
+    except Exception as exc:  # nothing was played: the scenario is a crash with the evaluator's error
+        LiveHook.close_logs(sink, observers)
+        for role in roles.values():
+            role.teardown()
+        return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=0, seconds=0.0, spent=0.0)
+    with LiveHook(evaluator, sink, blueprint=bp, trajectory=trajectory, control=control, observers=observers, stale=stale) as hook:
+        agent_model = options.agent_model.model if options.agent_model is not None else None
+        hook.on_rollout_start(RolloutStart(name, options.agent, agent_model, options.user, path.name, stale, scenario.max_messages))
+        session = RolloutSession(hook, name)
         start = time.perf_counter()
         try:
             with control.armed():
-                result = _play(name, scenario, guarded, output_directory)
+                result = _play(name, scenario, {rt: GuardedRole(role, session) for rt, role in roles.items()}, output_directory)
         except KeyboardInterrupt:
             result = ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
         seconds = time.perf_counter() - start
-        with control.held():
-            try:
-                report = evaluator.finish(crash=result.crash_reason(), interrupted=result.interrupted is not None)
-            except Exception as exc:  # a report that cannot be built makes the scenario a crash, not the run
-                return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=session.rows_seen,
-                                         seconds=seconds, spent=spent[0])
-            gaps = tuple(g for g in (_log_gap(sink, AUDIT_LOG), log and _log_gap(log.sink, EVENTS_FILE)) if g)
-            report = with_files(report, stale=stale, incomplete_logs=gaps)
-            try:
-                write_report(report, trajectory)
-                write_text_atomic(trajectory / REPORT_HTML, render_run(report, bp))
-                report_error = None
-            except OSError as exc:
-                report_error = f"{trajectory}: {reason(exc)}"
-    finally:
-        sink.close()
-        if log is not None:
-            log.close()
+        try:
+            hook.on_rollout_end(RolloutEnd(name, seconds, result.crash_reason(), result.interrupted is not None))
+        except Exception as exc:  # a report that cannot be built makes the scenario a crash, not the run
+            return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=session.rows_seen, seconds=seconds,
+                                     spent=hook.evaluator_seconds)
+    end = hook.ended
+    assert end is not None and end.report is not None
     remaining = None
-    if scripted is not None and report.halted:
+    if scripted is not None and end.report.halted:
         remaining = max(0, len(scripted.steps) - scripted.turn) + 1  # plus the closing "done" message
-    result.dynsteer = DynsteerBlock.of(report, rows_seen=session.rows_seen, max_messages=scenario.max_messages,
-                                       steps_not_played=remaining, seconds=seconds, evaluator_seconds=spent[0],
-                                       report_error=report_error)
+    result.dynsteer = DynsteerBlock.of(end.report, rows_seen=session.rows_seen, max_messages=scenario.max_messages,
+                                       steps_not_played=remaining, seconds=seconds, evaluator_seconds=end.evaluator_seconds,
+                                       report_error=end.report_error)
     cache = judge_cache_stats(judges)
     if cache is not None:
         result.dynsteer = result.dynsteer.model_copy(update={"judge_cache": cache})

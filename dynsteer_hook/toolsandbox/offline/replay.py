@@ -26,12 +26,11 @@ from typing import Any
 
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.events import EventLog
-from dynsteer_hook.files.outputs import JsonlSink, write_json_atomic, write_text_atomic
+from dynsteer_hook.files.outputs import JsonlSink, write_json_atomic
 from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
-from dynsteer_hook.report.html import REPORT_HTML, render_run
-from dynsteer_hook.report.writer import AUDIT_LOG, write_report
+from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
 from dynsteer_hook.toolsandbox.offline.recording import (
@@ -197,8 +196,7 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
             if log is not None:
                 log.close()
         report = evaluator.finish()
-    write_report(report, out)
-    write_text_atomic(out / REPORT_HTML, render_run(report, bp))
+    write_run_report(report, out, bp)
     vstop = virtual_stop(stop_batch, batches, recording.costs) if stop_batch is not None else None
     result = _result(recording, report, vstop, batches, time.perf_counter() - start)
     cache = judge_cache_stats(judges)
