@@ -12,6 +12,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from dynsteer_hook import _moved
+
+_moved.install()  # the previous layout's module paths keep working for one release, with a DeprecationWarning
+
 if TYPE_CHECKING:
     from dynsteer_hook.compile.compiler import compile_blueprint
     from dynsteer_hook.compile.consensus import Candidate, ConsensusResult, build_consensus

@@ -6,3 +6,7 @@ how one model is configured for any role (``settings``), and, for each part of t
 asks a model, the piece that asks: LLM candidate graphs for the compiler (``candidates``), the
 Tier 2/3 judges built on a client (``judges``) and their answers kept on disk (``cache``).
 """
+
+from dynsteer_hook._moved import moved_names
+
+__getattr__ = moved_names(__name__)  # the old module's names, for one release
