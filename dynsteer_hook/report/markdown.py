@@ -63,7 +63,13 @@ def render_markdown(report: Report) -> str:
                      f"penalty {_fmt(report.tail.penalty)}: {md(report.tail.rationale, 300)}")
     if report.pending_calls:
         lines.append(f"- Calls without a result: {_ids(report.pending_calls)}")
-    lines += ["", "## Stages", ""]
+    lines += _stages(report) + _faults(report) + _steps(report) + _trace_faults(report)
+    return "\n".join(lines) + "\n"
+
+
+def _stages(report: Report) -> list[str]:
+    """The stages' table and their rationale."""
+    lines = ["", "## Stages", ""]
     if not report.stages:
         lines.append("No milestone settled.")
     else:
@@ -81,6 +87,12 @@ def render_markdown(report: Report) -> str:
             lines.append(f"- **{md(st.milestone, 120)}** (t={st.t}, anchor {md(st.window.anchor, 120)})")
             for d, text in st.rationale.items():
                 lines.append(f"  - {md(d, 40)}: {md(text, 400)}")
+    return lines
+
+
+def _faults(report: Report) -> list[str]:
+    """The faulty steps, when there are any."""
+    lines: list[str] = []
     if report.faults:
         lines += ["", "## Faulty steps", "", f"{report.fault_count} faulty call(s) or step(s), in order.", ""]
         lines.append("| k | t | tool | dimension | cause | stage | recovered | detail |")
@@ -90,7 +102,12 @@ def render_markdown(report: Report) -> str:
                 f"| {fr.k} | {fr.t} | {md(fr.tool, 80) if fr.tool else '-'} | {md(fr.dimension, 40)} | {md(fr.cause, 40)} "
                 f"| {md(fr.stage, 120) if fr.stage else '-'} | {'yes' if fr.recovered else 'no'} | {md(fr.detail, 300)} |"
             )
-    lines += ["", "## Steps", "", "| t | k | kind | tools | settled | notes |", "|---|---|---|---|---|---|"]
+    return lines
+
+
+def _steps(report: Report) -> list[str]:
+    """One row per closed action."""
+    lines = ["", "## Steps", "", "| t | k | kind | tools | settled | notes |", "|---|---|---|---|---|---|"]
     for sp in report.steps:
         notes = []
         if sp.failed:
@@ -105,10 +122,16 @@ def render_markdown(report: Report) -> str:
         lines.append(
             f"| {sp.t} | {sp.k_start}-{sp.k_end} | {md(sp.kind, 20)} | {tools or '-'} | {_ids(sp.settled) or '-'} | {'; '.join(notes) or '-'} |"
         )
+    return lines
+
+
+def _trace_faults(report: Report) -> list[str]:
+    """The calls and results that did not pair up, when there are any."""
+    lines: list[str] = []
     if report.trace_faults:
         lines += ["", "## Trace faults", "", f"{report.trace_fault_count} call/result pairing fault(s); evaluation went on.", ""]
         lines.append("| k | kind | call | detail |")
         lines.append("|---|---|---|---|")
         for tf in report.trace_faults:
             lines.append(f"| {tf.k} | {md(tf.kind, 40)} | {md(tf.call_id, 80)} | {md(tf.detail, 300)} |")
-    return "\n".join(lines) + "\n"
+    return lines
