@@ -4,7 +4,7 @@ Blueprints are keyed by the SHA-256 of the public view (``TaskView.digest``, kep
 blueprint's ``provenance.public_view_hash``) and by the recipe that made them (candidate
 count and the models of the sources): an unchanged scenario compiled the same way is not
 recompiled unless forced; asking for a model the stored blueprint did not use recompiles it. Candidates come from any ``CandidateSource`` (the deterministic generator,
-an LLM through ``llm_source``, or both); consensus prunes the invalid ones. A compile
+an LLM through ``dynsteer_hook.llm.candidates``, or both); consensus prunes the invalid ones. A compile
 with fewer valid candidates than the minimum writes nothing and reports why; a written
 blueprint is replaced atomically, never left half-written. LLM transport and usage
 errors propagate: they end a batch, they are not one view's failure.

@@ -289,7 +289,7 @@ class LLMClient:
             temperature: Overrides the client's temperature.
             max_tokens: Overrides the client's limit.
             sample: Which of several calls with the same prompt this is (a judge's samples); the
-                request does not depend on it (``judge_cache`` keys stored answers on it).
+                request does not depend on it (``llm.cache`` keys stored answers on it).
 
         Raises:
             LLMUsageError: As ``complete``.

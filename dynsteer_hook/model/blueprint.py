@@ -3,7 +3,7 @@
 Pydantic models, because blueprints cross trust boundaries: they come from files, from
 LLM output and from other tools. Parsing checks shape and referential integrity; the
 contract rules of eq. 2 (tool schemas, acyclicity, binding ancestry) live in
-``validation``. File reading and writing live in ``storage``.
+``contract``. File reading and writing live in ``dynsteer_hook.files.blueprints``.
 """
 
 from __future__ import annotations

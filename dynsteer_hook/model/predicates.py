@@ -7,7 +7,7 @@ never raises.
 Patterns of the ``regex`` operator come from blueprints, which come from files and from
 language models, so they run on RE2: matching takes time linear in the input whatever the
 pattern. A pattern RE2 cannot compile (backreferences, lookarounds, a program too large
-for its memory budget) is a contract violation that ``validation`` reports before a run.
+for its memory budget) is a contract violation that ``contract`` reports before a run.
 """
 
 from __future__ import annotations

@@ -1,9 +1,10 @@
 """Run a set of ToolSandbox scenarios and write the run's summaries.
 
-The parts: ``scenarios`` loads ToolSandbox's named scenarios (seeded and cached as its CLI
-does), ``playing`` plays one scenario, ``results`` types what a scenario yields, ``engines``
-spreads scenarios over worker processes or Ray tasks, ``summaries`` writes ``result_summary.json`` and
-``dynsteer_summary.json``. This module ties them together and names the output folder.
+The parts: ``toolsandbox.scenarios`` loads ToolSandbox's named scenarios (seeded and cached as
+its CLI does), ``playing`` plays one scenario, ``results`` types what a scenario yields,
+``engines`` spreads scenarios over worker processes or Ray tasks, ``summaries`` makes
+``result_summary.json`` and ``report.run_summary`` ``dynsteer_summary.json``. This module ties
+them together, writes the summaries and names the output folder.
 """
 
 from __future__ import annotations

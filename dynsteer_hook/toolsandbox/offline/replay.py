@@ -282,7 +282,7 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
         out: Where the reports and summaries go.
         processes: Worker processes (local engine) or CPUs (a local Ray instance).
         progress: Show a progress bar on stderr.
-        engine: ``local`` or ``ray`` (see ``engines``).
+        engine: ``local`` or ``ray`` (see ``live.engines``).
         ray_address: The Ray cluster to join.
 
     Raises:
