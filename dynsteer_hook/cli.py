@@ -17,9 +17,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynsteer_hook.flags import add_config_flags, add_judge_flags, config_from_args, judges_from_args
-from dynsteer_hook.llm.judges import cache_sentence, judge_cache_stats
-from dynsteer_hook.logs import configure_logging
 from dynsteer_hook.model.errors import DynsteerError, Halt, OutputError
 
 if TYPE_CHECKING:
@@ -29,10 +26,19 @@ if TYPE_CHECKING:
 EXIT_USAGE = 2
 
 
+def configure_logging(verbose: bool) -> None:
+    """structlog set up once for this process (``logs``), imported when a command runs, not for ``--help``."""
+    from dynsteer_hook.logs import configure_logging as configure
+
+    configure(verbose)
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
     from dynsteer_hook.files.blueprints import load_valid_blueprint
     from dynsteer_hook.files.events import check_events, read_numbered_events
     from dynsteer_hook.files.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
+    from dynsteer_hook.flags import config_from_args, judges_from_args
+    from dynsteer_hook.llm.judges import cache_sentence, judge_cache_stats
     from dynsteer_hook.model.records import IncompleteLog, with_files
     from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_FILES, stage_report
     from dynsteer_hook.runtime.evaluator import Evaluator
@@ -139,19 +145,32 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(prog="dynsteer", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_evaluate_flags(ev: argparse.ArgumentParser) -> None:
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags
 
-    ev = sub.add_parser("evaluate", help="evaluate a recorded event file (JSONL) against a blueprint")
     ev.add_argument("--blueprint", required=True, type=Path, help="blueprint JSON file")
     ev.add_argument("--events", required=True, type=Path, help="event file, one JSON record per line")
     ev.add_argument("--report", required=True, type=Path, help="directory for the audit log and reports")
     add_config_flags(ev)
     add_judge_flags(ev)
     ev.set_defaults(func=_cmd_evaluate)
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of every subcommand.
+
+    Args:
+        only: Add the flags of this subcommand alone: the others are declared with their help line, which is
+            all the main help shows, so a command builds (and imports) only what it parses. None adds every
+            subcommand's flags.
+    """
+    parser = argparse.ArgumentParser(prog="dynsteer", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("evaluate", help="evaluate a recorded event file (JSONL) against a blueprint")
+    if only is None or only == "evaluate":
+        _add_evaluate_flags(ev)
 
     va = sub.add_parser("validate", help="check a blueprint's contracts against its own tool catalog")
     va.add_argument("blueprint", type=Path)
@@ -170,8 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     except ImportError:  # pragma: no cover - the package ships the subpackage
         pass
     else:
-        add_commands(sub)
+        add_commands(sub, only)
     return parser
+
+
+def _command_in(argv: Sequence[str]) -> str:
+    """The subcommand ``argv`` names: its first word that is not an option ("" when there is none)."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 EXIT_INTERRUPTED = 130
@@ -220,8 +244,8 @@ def _detach_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dynsteer`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(_command_in(words)).parse_args(words)
     configure_logging(args.verbose)
     real_stdout = sys.stdout
     sys.stdout = _Stdout(real_stdout)

@@ -66,10 +66,12 @@ class JudgeSettings:
 
 def judge_cache_stats(judges: Mapping[int, Judge]) -> dict[str, Any] | None:
     """What the judge cache behind these judges did (hits, misses, ignored files), or None without a cache."""
-    from dynsteer_hook.llm.cache import CachedJudgeClient
-
     for judge in judges.values():
         client = getattr(judge, "client", None)
+        if client is None:  # Tier 1 rules: no model, no cache (and no import of the LLM client for them)
+            continue
+        from dynsteer_hook.llm.cache import CachedJudgeClient
+
         if isinstance(client, CachedJudgeClient):
             return client.stats.to_dict()
     return None

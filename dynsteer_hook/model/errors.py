@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
-
 if TYPE_CHECKING:
+    from pydantic import ValidationError
+
     from dynsteer_hook.model.records import StopRecord
 
 

@@ -16,17 +16,16 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
-
-from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource
-from dynsteer_hook.files.blueprints import shipped_blueprint_dir
-from dynsteer_hook.files.store import CompileOutcome, compile_to_file
 from dynsteer_hook.flags import add_model_flags, model_from_args
 from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import DynsteerError, OutputError, ScenarioError, validation_problem
-from dynsteer_hook.model.task_view import TaskView
+
+if TYPE_CHECKING:
+    from dynsteer_hook.compile.compiler import CandidateSource
+    from dynsteer_hook.files.store import CompileOutcome
+    from dynsteer_hook.model.task_view import TaskView
 
 COMPILE_MODEL = ModelSettings(prefix="compile", temperature=0.7, timeout=300.0, max_retries=3, max_tokens=2048, backoff=1.0)
 """Defaults of the compile model (``--compile-*``, ``DYNSTEER_COMPILE_*``); local CPU models are slow, hence the timeout."""
@@ -37,11 +36,13 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
 
 
 def _default_out() -> Path:
+    from dynsteer_hook.files.blueprints import shipped_blueprint_dir
+
     return shipped_blueprint_dir()
 
 
-def add_compile_parser(sub: Any) -> None:
-    """Register ``compile`` on the main parser's subcommands."""
+def add_compile_parser(sub: Any, *, flags: bool = True) -> None:
+    """Declare ``compile`` on the main parser's subcommands, with its flags unless ``flags`` is false."""
     p = sub.add_parser(
         "compile",
         help="compile public task views into blueprints (LLM candidates via litellm and/or the deterministic generator)",
@@ -50,6 +51,10 @@ def add_compile_parser(sub: Any) -> None:
         "adds the deterministic generator's C candidates unless --no-generator, validates them, merges them by strict "
         "majority and stores blueprints/<scenario>.json keyed by the public-view hash.",
     )
+    if not flags:
+        return
+    from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES
+
     target = p.add_mutually_exclusive_group(required=True)
     target.add_argument("-s", "--scenarios", nargs="+", metavar="NAME", help="ToolSandbox scenarios to compile")
     target.add_argument("--all", action="store_true", help="every ToolSandbox scenario")
@@ -98,7 +103,10 @@ def _sources(args: argparse.Namespace) -> tuple[list[CandidateSource], str | Non
 
 
 def _read_view(path: Path) -> TaskView:
+    from pydantic import ValidationError
+
     from dynsteer_hook.files.inputs import load_json_input
+    from dynsteer_hook.model.task_view import TaskView
 
     text, _ = load_json_input(path, "view file", "pass a TaskView JSON file", ScenarioError)
     try:
@@ -146,6 +154,7 @@ def describe(outcome: CompileOutcome, *, cost_note: str = "") -> str:
 def cmd_compile(args: argparse.Namespace) -> int:
     """Run ``dynsteer compile``."""
     from dynsteer_hook.files.outputs import check_output_dir, reason
+    from dynsteer_hook.files.store import compile_to_file
 
     sources, model = _sources(args)
     out: Path = args.out if args.out is not None else _default_out()

@@ -9,8 +9,8 @@ from typing import Any
 from dynsteer_hook.model.errors import DynsteerError, OutputError
 
 
-def add_blueprint_eval_parser(sub: Any) -> None:
-    """Register ``dynsteer blueprint-eval``."""
+def add_blueprint_eval_parser(sub: Any, *, flags: bool = True) -> None:
+    """Declare ``dynsteer blueprint-eval``, with its flags unless ``flags`` is false."""
     be = sub.add_parser(
         "blueprint-eval",
         help="measure compiled blueprints against ToolSandbox's hidden milestones and minefields (paper Table 2)",
@@ -18,6 +18,8 @@ def add_blueprint_eval_parser(sub: Any) -> None:
         "compares each blueprint with the expert reference graph, prints the metrics overall and per category, "
         "and writes blueprint_eval.csv and blueprint_eval.json.",
     )
+    if not flags:
+        return
     be.add_argument("--blueprints", type=Path, default=None, help="score stored blueprints <scenario>.json instead of compiling")
     be.add_argument("-s", "--scenarios", nargs="*", help="names of scenarios to score (default: all)")
     be.add_argument("-n", "--candidates", type=int, default=5, help="candidates per scenario for the deterministic generator")

@@ -8,13 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.model.errors import DynsteerError
-from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
 
 
-def add_replay_parser(sub: Any) -> None:
-    """Register ``replay`` on the main parser's subcommands."""
-    from dynsteer_hook.flags import add_config_flags, add_judge_flags
-
+def add_replay_parser(sub: Any, *, flags: bool = True) -> None:
+    """Declare ``replay`` on the main parser's subcommands, with its flags unless ``flags`` is false."""
     p = sub.add_parser(
         "replay",
         help="evaluate recorded ToolSandbox runs with dynsteer; halts become virtual stops",
@@ -24,6 +21,11 @@ def add_replay_parser(sub: Any) -> None:
         "the same per-scenario reports plus replay_summary.json. A halt is mapped onto the recorded agent turns: stop "
         "progress p = b_stop / b_full, saved progress q = 1 - p.",
     )
+    if not flags:
+        return
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags
+    from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
+
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
                    help="ToolSandbox output folders, or a folder holding them (one level below)")
     p.add_argument("-o", "--out", type=Path, required=True, help="folder for the replayed reports and replay_summary.json")
@@ -37,10 +39,8 @@ def add_replay_parser(sub: Any) -> None:
     p.set_defaults(func=cmd_replay)
 
 
-def add_compare_parser(sub: Any) -> None:
-    """Register ``compare`` on the main parser's subcommands."""
-    from dynsteer_hook.flags import add_config_flags, add_judge_flags
-
+def add_compare_parser(sub: Any, *, flags: bool = True) -> None:
+    """Declare ``compare`` on the main parser's subcommands, with its flags unless ``flags`` is false."""
     p = sub.add_parser(
         "compare",
         help="replay several agents x repeats and compare them (paper Tables 1 and 3, DS of eq. 10)",
@@ -50,6 +50,11 @@ def add_compare_parser(sub: Any) -> None:
         "for every agent pair under both evaluators, DS(eps), and the virtual stops per criterion. Writes compare.md, "
         "compare.csv and compare.json.",
     )
+    if not flags:
+        return
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags
+    from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
+
     p.add_argument("agents", nargs="*", metavar="NAME=DIR", help="an agent's name and its folder of recorded runs")
     p.add_argument("--manifest", type=Path, default=None, help='JSON {"agents": {NAME: [RUN_DIR, ...]}} instead of, or besides, NAME=DIR')
     p.add_argument("-o", "--out", type=Path, required=True, help="folder for the replays and the comparison tables")

@@ -13,17 +13,19 @@ from dynsteer_hook.model.errors import DynsteerError, OutputError
 EXIT_INTERRUPTED = 130
 
 
-def add_run_parser(sub: Any) -> None:
-    """Register ``dynsteer run``."""
-    from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags
-    from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
-    from dynsteer_hook.toolsandbox.roles.named import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
-
+def add_run_parser(sub: Any, *, flags: bool = True) -> None:
+    """Declare ``dynsteer run``, with its flags unless ``flags`` is false."""
     run = sub.add_parser(
         "run",
         help="play ToolSandbox scenarios with dynsteer live in the loop (or --evaluator native)",
         description="Accepts ToolSandbox's run flags; --evaluator native behaves as ToolSandbox's own CLI.",
     )
+    if not flags:
+        return
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags
+    from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
+    from dynsteer_hook.toolsandbox.roles.named import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
+
     run.add_argument("--agent", default="GPT_4_o_2024_05_13", choices=AGENT_CHOICES, help="agent type")
     run.add_argument("--user", default="GPT_4_o_2024_05_13", choices=USER_CHOICES, help="user type")
     run.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"], help="preferred tool backend")
@@ -49,17 +51,21 @@ def add_run_parser(sub: Any) -> None:
 
 
 
-def add_demo_parser(sub: Any) -> None:
-    """Register ``dynsteer demo``."""
+def add_demo_parser(sub: Any, *, flags: bool = True) -> None:
+    """Declare ``dynsteer demo``, with its flags unless ``flags`` is false."""
     demo = sub.add_parser("demo", help="the embedded default: real scenarios, scripted agents, dynsteer live, no API key")
+    if not flags:
+        return
     demo.add_argument("-o", "--output_dir", type=Path, default=Path("dynsteer_runs"), help="output base directory")
     demo.add_argument("-p", "--parallel", type=int, default=1)
     demo.set_defaults(func=_cmd_demo)
 
 
-def add_scenarios_parser(sub: Any) -> None:
-    """Register ``dynsteer scenarios``."""
+def add_scenarios_parser(sub: Any, *, flags: bool = True) -> None:
+    """Declare ``dynsteer scenarios``, with its flags unless ``flags`` is false."""
     sc = sub.add_parser("scenarios", help="list ToolSandbox scenario names")
+    if not flags:
+        return
     sc.add_argument("--preferred_tool_backend", default="DEFAULT", choices=["DEFAULT"])
     sc.set_defaults(func=_cmd_scenarios)
 
