@@ -16,7 +16,15 @@ import types
 import warnings
 from collections.abc import Callable, Sequence
 from importlib.machinery import ModuleSpec
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.abc import Loader, MetaPathFinder
+
+    class _FinderAndLoader(MetaPathFinder, Loader):
+        """What the import system asks of ``_OldPaths``."""
+else:
+    _FinderAndLoader = object  # importlib.abc costs tens of milliseconds at every start; the import system needs no base class
 
 _P = "dynsteer_hook."
 _T = "dynsteer_hook.toolsandbox."
@@ -114,10 +122,10 @@ def moved_names(package: str) -> Callable[[str], Any]:
     return old_name
 
 
-class _OldPaths:
+class _OldPaths(_FinderAndLoader):
     """Finds and loads the old module paths (consulted after every real module: a real one always wins)."""
 
-    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> ModuleSpec | None:
+    def find_spec(self, fullname: str, path: Sequence[str] | None = None, target: types.ModuleType | None = None) -> ModuleSpec | None:
         if fullname not in MOVED:
             return None
         return importlib.util.spec_from_loader(fullname, self)

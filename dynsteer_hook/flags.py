@@ -153,11 +153,8 @@ def threshold_fields() -> dict[str, type]:
     """The fields of ``EvaluatorConfig`` that are plain numbers, with their type (each is a flag)."""
     from dynsteer_hook.model.config import EvaluatorConfig
 
-    found: dict[str, type] = {}
-    for name, f in EvaluatorConfig.model_fields.items():
-        if f.annotation is int or f.annotation is float:
-            found[name] = f.annotation
-    return found
+    kinds: dict[object, type] = {int: int, float: float}
+    return {name: kinds[f.annotation] for name, f in EvaluatorConfig.model_fields.items() if f.annotation in kinds}
 
 
 def add_config_flags(p: argparse.ArgumentParser) -> None:
