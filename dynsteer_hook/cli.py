@@ -174,15 +174,15 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
 
     va = sub.add_parser("validate", help="check a blueprint's contracts against its own tool catalog")
     va.add_argument("blueprint", type=Path)
-    va.set_defaults(func=_cmd_validate)
+    va.set_defaults(func=_cmd_validate, logs=False)  # it logs nothing: no structlog to set up
 
     ex = sub.add_parser("explain", help="print every milestone of a blueprint with the evidence that put it there")
     ex.add_argument("blueprint", type=Path)
-    ex.set_defaults(func=_cmd_explain)
+    ex.set_defaults(func=_cmd_explain, logs=False)  # it logs nothing: no structlog to set up
 
     sc = sub.add_parser("schema", help="print a JSON Schema")
     sc.add_argument("which", choices=["blueprint", "events", "report"])
-    sc.set_defaults(func=_cmd_schema)
+    sc.set_defaults(func=_cmd_schema, logs=False)  # it logs nothing: no structlog to set up
 
     try:
         from dynsteer_hook.toolsandbox.commands.register import add_commands
@@ -246,7 +246,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dynsteer`` console script."""
     words = list(sys.argv[1:] if argv is None else argv)
     args = build_parser(_command_in(words)).parse_args(words)
-    configure_logging(args.verbose)
+    if getattr(args, "logs", True):
+        configure_logging(args.verbose)
     real_stdout = sys.stdout
     sys.stdout = _Stdout(real_stdout)
     try:
