@@ -290,11 +290,15 @@ class LiveHook(RolloutHook):
     def on_rollout_end(self, end: RolloutEnd) -> None:
         """Finish the report and write its files (Ctrl-C waits); ``ended`` then holds the payload with the report.
 
+        The observers hear of an action still waiting for results, closed unanswered now, before the end.
+
         Raises:
             Exception: The report could not be built (the scenario is then a crash, not the run).
         """
         with self._control.held():
+            judged = len(self.evaluator.stages)
             report = self.evaluator.finish(crash=end.crash, interrupted=end.interrupted)
+            self._closed(judged, end.scenario)  # calls left waiting close unanswered at the end, and are judged
             report = with_files(report, stale=self.stale, incomplete_logs=self._gaps())
             try:
                 write_run_report(report, self.trajectory, self.blueprint)
