@@ -12,8 +12,19 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from dynsteer_hook import _moved
+
+_moved.install()  # the previous layout's module paths keep working for one release, with a DeprecationWarning
+
 if TYPE_CHECKING:
-    from dynsteer_hook.blueprint import (
+    from dynsteer_hook.compile.compiler import compile_blueprint
+    from dynsteer_hook.compile.consensus import Candidate, ConsensusResult, build_consensus
+    from dynsteer_hook.files.blueprints import load_blueprint, save_blueprint
+    from dynsteer_hook.files.events import read_events
+    from dynsteer_hook.files.outputs import JsonlSink
+    from dynsteer_hook.judges.base import DimensionScore, Judge, JudgeRequest, Verdict
+    from dynsteer_hook.judges.tier1 import Tier1Judge
+    from dynsteer_hook.model.blueprint import (
         AGENT_MESSAGE_TOOL,
         Binding,
         Blueprint,
@@ -25,83 +36,80 @@ if TYPE_CHECKING:
         ToolSpec,
         parse_blueprint,
     )
-    from dynsteer_hook.catalog import ToolCatalog
-    from dynsteer_hook.compile.compiler import compile_blueprint
-    from dynsteer_hook.compile.consensus import Candidate, ConsensusResult, build_consensus
-    from dynsteer_hook.compile.validation import ContractViolation, validate_blueprint
-    from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
-    from dynsteer_hook.errors import BlueprintError, ConsensusError, DynsteerError, EventFileError, Halt
-    from dynsteer_hook.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
-    from dynsteer_hook.judges.base import DimensionScore, Judge, JudgeRequest, Verdict
-    from dynsteer_hook.judges.tier1 import Tier1Judge
-    from dynsteer_hook.predicates import ArgPredicate
-    from dynsteer_hook.report import AuditSink, ListSink, Report, StageRecord, StopRecord, render_markdown
+    from dynsteer_hook.model.catalog import ToolCatalog
+    from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+    from dynsteer_hook.model.contract import ContractViolation, validate_blueprint
+    from dynsteer_hook.model.errors import BlueprintError, ConsensusError, DynsteerError, EventFileError, Halt
+    from dynsteer_hook.model.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
+    from dynsteer_hook.model.predicates import ArgPredicate
+    from dynsteer_hook.model.records import AuditSink, ListSink, Report, StageRecord, StopRecord
+    from dynsteer_hook.model.task_view import TaskView
+    from dynsteer_hook.report.markdown import render_markdown
+    from dynsteer_hook.report.writer import write_report
     from dynsteer_hook.runtime.clock import ClosedAction, DualClock
     from dynsteer_hook.runtime.evaluator import Evaluator
     from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
-    from dynsteer_hook.storage import JsonlSink, load_blueprint, read_events, save_blueprint, write_report
-    from dynsteer_hook.task_view import TaskView
 
 __version__ = "0.1.0"
 
 # Each public name and the module that defines it.
 _HOMES: dict[str, str] = {
-    "AGENT_MESSAGE_TOOL": "dynsteer_hook.blueprint",
-    "DEFAULT_STOP_RULES": "dynsteer_hook.runtime.stop_rules",
-    "DIMENSIONS": "dynsteer_hook.config",
-    "AgentMessage": "dynsteer_hook.events",
-    "ArgPredicate": "dynsteer_hook.predicates",
-    "AuditSink": "dynsteer_hook.report",
-    "Binding": "dynsteer_hook.blueprint",
-    "Blueprint": "dynsteer_hook.blueprint",
-    "BlueprintError": "dynsteer_hook.errors",
+    "AGENT_MESSAGE_TOOL": "dynsteer_hook.model.blueprint",
+    "AgentMessage": "dynsteer_hook.model.events",
+    "ArgPredicate": "dynsteer_hook.model.predicates",
+    "AuditSink": "dynsteer_hook.model.records",
+    "Binding": "dynsteer_hook.model.blueprint",
+    "Blueprint": "dynsteer_hook.model.blueprint",
+    "BlueprintError": "dynsteer_hook.model.errors",
     "Candidate": "dynsteer_hook.compile.consensus",
     "ClosedAction": "dynsteer_hook.runtime.clock",
-    "ConsensusError": "dynsteer_hook.errors",
+    "ConsensusError": "dynsteer_hook.model.errors",
     "ConsensusResult": "dynsteer_hook.compile.consensus",
-    "ContractViolation": "dynsteer_hook.compile.validation",
+    "ContractViolation": "dynsteer_hook.model.contract",
+    "DEFAULT_STOP_RULES": "dynsteer_hook.runtime.stop_rules",
+    "DIMENSIONS": "dynsteer_hook.model.config",
     "DimensionScore": "dynsteer_hook.judges.base",
     "DualClock": "dynsteer_hook.runtime.clock",
-    "DynsteerError": "dynsteer_hook.errors",
-    "Edge": "dynsteer_hook.blueprint",
+    "DynsteerError": "dynsteer_hook.model.errors",
+    "Edge": "dynsteer_hook.model.blueprint",
     "Evaluator": "dynsteer_hook.runtime.evaluator",
-    "EvaluatorConfig": "dynsteer_hook.config",
-    "Event": "dynsteer_hook.events",
-    "EventFileError": "dynsteer_hook.errors",
-    "Halt": "dynsteer_hook.errors",
-    "JsonlSink": "dynsteer_hook.storage",
+    "EvaluatorConfig": "dynsteer_hook.model.config",
+    "Event": "dynsteer_hook.model.events",
+    "EventFileError": "dynsteer_hook.model.errors",
+    "Halt": "dynsteer_hook.model.errors",
+    "JsonlSink": "dynsteer_hook.files.outputs",
     "Judge": "dynsteer_hook.judges.base",
     "JudgeRequest": "dynsteer_hook.judges.base",
-    "ListSink": "dynsteer_hook.report",
-    "Milestone": "dynsteer_hook.blueprint",
-    "MilestoneEvidence": "dynsteer_hook.blueprint",
-    "Minefield": "dynsteer_hook.blueprint",
-    "Report": "dynsteer_hook.report",
-    "StageRecord": "dynsteer_hook.report",
-    "StateChange": "dynsteer_hook.events",
-    "StatePredicate": "dynsteer_hook.blueprint",
+    "ListSink": "dynsteer_hook.model.records",
+    "Milestone": "dynsteer_hook.model.blueprint",
+    "MilestoneEvidence": "dynsteer_hook.model.blueprint",
+    "Minefield": "dynsteer_hook.model.blueprint",
+    "Report": "dynsteer_hook.model.records",
+    "StageRecord": "dynsteer_hook.model.records",
+    "StateChange": "dynsteer_hook.model.events",
+    "StatePredicate": "dynsteer_hook.model.blueprint",
     "StopContext": "dynsteer_hook.runtime.stop_rules",
     "StopDecision": "dynsteer_hook.runtime.stop_rules",
-    "StopRecord": "dynsteer_hook.report",
+    "StopRecord": "dynsteer_hook.model.records",
     "StopRule": "dynsteer_hook.runtime.stop_rules",
-    "SystemMessage": "dynsteer_hook.events",
-    "TaskView": "dynsteer_hook.task_view",
+    "SystemMessage": "dynsteer_hook.model.events",
+    "TaskView": "dynsteer_hook.model.task_view",
     "Tier1Judge": "dynsteer_hook.judges.tier1",
-    "ToolCall": "dynsteer_hook.events",
-    "ToolCatalog": "dynsteer_hook.catalog",
-    "ToolResult": "dynsteer_hook.events",
-    "ToolSpec": "dynsteer_hook.blueprint",
-    "UserMessage": "dynsteer_hook.events",
+    "ToolCall": "dynsteer_hook.model.events",
+    "ToolCatalog": "dynsteer_hook.model.catalog",
+    "ToolResult": "dynsteer_hook.model.events",
+    "ToolSpec": "dynsteer_hook.model.blueprint",
+    "UserMessage": "dynsteer_hook.model.events",
     "Verdict": "dynsteer_hook.judges.base",
     "build_consensus": "dynsteer_hook.compile.consensus",
     "compile_blueprint": "dynsteer_hook.compile.compiler",
-    "load_blueprint": "dynsteer_hook.storage",
-    "parse_blueprint": "dynsteer_hook.blueprint",
-    "read_events": "dynsteer_hook.storage",
-    "render_markdown": "dynsteer_hook.report",
-    "save_blueprint": "dynsteer_hook.storage",
-    "validate_blueprint": "dynsteer_hook.compile.validation",
-    "write_report": "dynsteer_hook.storage",
+    "load_blueprint": "dynsteer_hook.files.blueprints",
+    "parse_blueprint": "dynsteer_hook.model.blueprint",
+    "read_events": "dynsteer_hook.files.events",
+    "render_markdown": "dynsteer_hook.report.markdown",
+    "save_blueprint": "dynsteer_hook.files.blueprints",
+    "validate_blueprint": "dynsteer_hook.model.contract",
+    "write_report": "dynsteer_hook.report.writer",
 }
 
 __all__ = [

@@ -17,24 +17,32 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynsteer_hook.config_flags import add_config_flags, config_from_args
-from dynsteer_hook.errors import DynsteerError, Halt, OutputError
-from dynsteer_hook.judge_factory import add_judge_flags, cache_sentence, judge_cache_stats, judges_from_args
-from dynsteer_hook.logs import configure_logging
+from dynsteer_hook.model.errors import DynsteerError, Halt, OutputError
 
 if TYPE_CHECKING:
-    from dynsteer_hook.report import Report
+    from dynsteer_hook.model.records import Report
     from dynsteer_hook.runtime.pairing import LineIndex
 
 EXIT_USAGE = 2
 
 
+def configure_logging(verbose: bool) -> None:
+    """structlog set up once for this process (``logs``), imported when a command runs, not for ``--help``."""
+    from dynsteer_hook.logs import configure_logging as configure
+
+    configure(verbose)
+
+
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from dynsteer_hook.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
-    from dynsteer_hook.report import IncompleteLog, with_files
+    from dynsteer_hook.files.blueprints import load_valid_blueprint
+    from dynsteer_hook.files.events import check_events, read_numbered_events
+    from dynsteer_hook.files.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
+    from dynsteer_hook.flags import config_from_args, judges_from_args
+    from dynsteer_hook.llm.judges import cache_sentence, judge_cache_stats
+    from dynsteer_hook.model.records import IncompleteLog, with_files
+    from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_FILES, stage_report
     from dynsteer_hook.runtime.evaluator import Evaluator
     from dynsteer_hook.runtime.pairing import LineIndex
-    from dynsteer_hook.storage import AUDIT_LOG, REPORT_FILES, check_events, load_valid_blueprint, read_numbered_events, stage_report
 
     # Every input is checked before any output is opened, so a bad file never touches an earlier run's files.
     bp = load_valid_blueprint(args.blueprint)
@@ -99,8 +107,8 @@ def _warn_trace_faults(report: Report, lines: LineIndex, events: Path, shown: in
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from dynsteer_hook.compile.validation import validate_blueprint
-    from dynsteer_hook.storage import load_blueprint
+    from dynsteer_hook.files.blueprints import load_blueprint
+    from dynsteer_hook.model.contract import validate_blueprint
 
     bp = load_blueprint(args.blueprint)
     violations = validate_blueprint(bp, None, str(args.blueprint))
@@ -113,8 +121,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from dynsteer_hook.blueprint import explain_blueprint
-    from dynsteer_hook.storage import load_blueprint
+    from dynsteer_hook.files.blueprints import load_blueprint
+    from dynsteer_hook.model.blueprint import explain_blueprint
 
     print(explain_blueprint(load_blueprint(args.blueprint)))
     return 0
@@ -122,28 +130,24 @@ def _cmd_explain(args: argparse.Namespace) -> int:
 
 def _cmd_schema(args: argparse.Namespace) -> int:
     if args.which == "blueprint":
-        from dynsteer_hook.blueprint import blueprint_json_schema
+        from dynsteer_hook.model.blueprint import blueprint_json_schema
 
         schema = blueprint_json_schema()
     elif args.which == "events":
-        from dynsteer_hook.events import event_record_schema
+        from dynsteer_hook.model.events import event_record_schema
 
         schema = event_record_schema()
     else:
-        from dynsteer_hook.report import Report
+        from dynsteer_hook.model.records import Report
 
         schema = Report.model_json_schema()
     print(json.dumps(schema, indent=2))
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(prog="dynsteer", description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
-    sub = parser.add_subparsers(dest="command", required=True)
+def _add_evaluate_flags(ev: argparse.ArgumentParser) -> None:
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags
 
-    ev = sub.add_parser("evaluate", help="evaluate a recorded event file (JSONL) against a blueprint")
     ev.add_argument("--blueprint", required=True, type=Path, help="blueprint JSON file")
     ev.add_argument("--events", required=True, type=Path, help="event file, one JSON record per line")
     ev.add_argument("--report", required=True, type=Path, help="directory for the audit log and reports")
@@ -151,25 +155,47 @@ def build_parser() -> argparse.ArgumentParser:
     add_judge_flags(ev)
     ev.set_defaults(func=_cmd_evaluate)
 
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of every subcommand.
+
+    Args:
+        only: Add the flags of this subcommand alone: the others are declared with their help line, which is
+            all the main help shows, so a command builds (and imports) only what it parses. None adds every
+            subcommand's flags.
+    """
+    parser = argparse.ArgumentParser(prog="dynsteer", description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress to stderr")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    ev = sub.add_parser("evaluate", help="evaluate a recorded event file (JSONL) against a blueprint")
+    if only is None or only == "evaluate":
+        _add_evaluate_flags(ev)
+
     va = sub.add_parser("validate", help="check a blueprint's contracts against its own tool catalog")
     va.add_argument("blueprint", type=Path)
-    va.set_defaults(func=_cmd_validate)
+    va.set_defaults(func=_cmd_validate, logs=False)  # it logs nothing: no structlog to set up
 
     ex = sub.add_parser("explain", help="print every milestone of a blueprint with the evidence that put it there")
     ex.add_argument("blueprint", type=Path)
-    ex.set_defaults(func=_cmd_explain)
+    ex.set_defaults(func=_cmd_explain, logs=False)  # it logs nothing: no structlog to set up
 
     sc = sub.add_parser("schema", help="print a JSON Schema")
     sc.add_argument("which", choices=["blueprint", "events", "report"])
-    sc.set_defaults(func=_cmd_schema)
+    sc.set_defaults(func=_cmd_schema, logs=False)  # it logs nothing: no structlog to set up
 
     try:
-        from dynsteer_hook.toolsandbox.cli import add_run_parser
+        from dynsteer_hook.toolsandbox.commands.register import add_commands
     except ImportError:  # pragma: no cover - the package ships the subpackage
         pass
     else:
-        add_run_parser(sub)
+        add_commands(sub, only)
     return parser
+
+
+def _command_in(argv: Sequence[str]) -> str:
+    """The subcommand ``argv`` names: its first word that is not an option ("" when there is none)."""
+    return next((word for word in argv if not word.startswith("-")), "")
 
 
 EXIT_INTERRUPTED = 130
@@ -218,9 +244,10 @@ def _detach_stdout() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dynsteer`` console script."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    configure_logging(args.verbose)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser(_command_in(words)).parse_args(words)
+    if getattr(args, "logs", True):
+        configure_logging(args.verbose)
     real_stdout = sys.stdout
     sys.stdout = _Stdout(real_stdout)
     try:

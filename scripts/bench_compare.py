@@ -63,9 +63,9 @@ from rules_judge import RulesJudgeServer
 
 from dynsteer_hook.cli import configure_logging
 from dynsteer_hook.cli import main as dynsteer
-from dynsteer_hook.storage import write_json_atomic
-from dynsteer_hook.toolsandbox.runner import load_scenarios
-from dynsteer_hook.toolsandbox.summaries import result_summary
+from dynsteer_hook.files.outputs import write_json_atomic
+from dynsteer_hook.toolsandbox.live.runner import load_scenarios
+from dynsteer_hook.toolsandbox.live.summaries import result_summary
 
 from tool_sandbox.common.execution_context import ScenarioCategories
 

@@ -49,14 +49,14 @@ from typing import Any
 
 import structlog
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Edge, Milestone, Minefield, StatePredicate, ToolSpec
-from dynsteer_hook.catalog import ToolCatalog
 from dynsteer_hook.compile.consensus import Candidate, build_consensus
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.errors import Halt
-from dynsteer_hook.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.predicates import ArgPredicate
-from dynsteer_hook.report import ListSink
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Edge, Milestone, Minefield, StatePredicate, ToolSpec
+from dynsteer_hook.model.catalog import ToolCatalog
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.errors import Halt
+from dynsteer_hook.model.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
+from dynsteer_hook.model.predicates import ArgPredicate
+from dynsteer_hook.model.records import ListSink
 from dynsteer_hook.runtime.evaluator import Evaluator
 
 GOAL_RAW_US = 50.0

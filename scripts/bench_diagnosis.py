@@ -38,8 +38,8 @@ from known_agents import CallNotPlayedError, KnownScript, Variant, call_clock, c
 from known_quality.world import needs_network
 
 from dynsteer_hook.cli import configure_logging
-from dynsteer_hook.metaeval import all_pairs, discriminability
-from dynsteer_hook.toolsandbox.runner import RunOptions, load_scenarios
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, load_scenarios
+from dynsteer_hook.toolsandbox.offline.metaeval import all_pairs, discriminability
 
 from tool_sandbox.common.execution_context import ScenarioCategories
 

@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.blueprint import ToolSpec
 from dynsteer_hook.logs import configure_logging
-from dynsteer_hook.toolsandbox.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenario
+from dynsteer_hook.model.blueprint import ToolSpec
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenario
 from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 GOAL_OVERHEAD = 0.05

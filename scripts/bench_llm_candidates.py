@@ -35,18 +35,18 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from dynsteer_hook.blueprint import Blueprint
 from dynsteer_hook.compile.compiler import compile_blueprint
 from dynsteer_hook.compile.generator.candidates import FOCUS_CODES, deterministic_source
-from dynsteer_hook.errors import DynsteerError
-from dynsteer_hook.llm import LLMClient
-from dynsteer_hook.llm_source import llm_source
+from dynsteer_hook.llm.candidates import llm_source
+from dynsteer_hook.llm.client import LLMClient
 from dynsteer_hook.logs import configure_logging
-from dynsteer_hook.toolsandbox.blueprint_eval import ALL, score_scenario, summarize_by_split
-from dynsteer_hook.toolsandbox.reference import reference_graphs
-from dynsteer_hook.toolsandbox.runner import load_scenarios
+from dynsteer_hook.model.blueprint import Blueprint
+from dynsteer_hook.model.errors import DynsteerError
+from dynsteer_hook.toolsandbox.live.runner import load_scenarios
+from dynsteer_hook.toolsandbox.quality.blueprint_eval import ALL, score_scenario, summarize_by_split
+from dynsteer_hook.toolsandbox.quality.reference import reference_graphs
+from dynsteer_hook.toolsandbox.quality.split import in_split
 from dynsteer_hook.toolsandbox.scenario_view import public_view
-from dynsteer_hook.toolsandbox.split import in_split
 
 MODEL = "openai/local"
 WAYS = ("generator", "llm", "pooled")

@@ -31,13 +31,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_live import explorer, looper
 
-from dynsteer_hook.errors import Halt
+from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.logs import configure_logging
+from dynsteer_hook.model.errors import Halt
 from dynsteer_hook.runtime.evaluator import Evaluator
-from dynsteer_hook.storage import load_blueprint
-from dynsteer_hook.toolsandbox.recording import load_recording, recorded_events
-from dynsteer_hook.toolsandbox.replay import ReplayOptions, replay_runs
-from dynsteer_hook.toolsandbox.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenarios
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenarios
+from dynsteer_hook.toolsandbox.offline.recording import load_recording, recorded_events
+from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions, replay_runs
 from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 GOAL_SPEEDUP = 5.0

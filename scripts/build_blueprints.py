@@ -27,9 +27,9 @@ from pathlib import Path
 
 from dynsteer_hook.compile.compiler import compile_generator_only
 from dynsteer_hook.compile.generator.candidates import GENERATOR
-from dynsteer_hook.errors import BlueprintError, DynsteerError
-from dynsteer_hook.storage import load_blueprint, save_blueprint
-from dynsteer_hook.toolsandbox.runner import load_scenarios
+from dynsteer_hook.files.blueprints import load_blueprint, save_blueprint
+from dynsteer_hook.model.errors import BlueprintError, DynsteerError
+from dynsteer_hook.toolsandbox.live.runner import load_scenarios
 from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ played once with dynsteer live in the loop, using the blueprints of ``--blueprin
 scenario is *eligible* when ToolSandbox's own evaluation scores that rollout 1.0 without a
 crash; an eligible scenario *passes* when the dynsteer score is at least 0.9, every milestone
 is settled and the run was not halted. The share passing is printed per split part
-(``dynsteer_hook.toolsandbox.split``: dev, held-out) and overall, with every failure and why.
+(``dynsteer_hook.toolsandbox.quality.split``: dev, held-out) and overall, with every failure and why.
 
 Each scenario is a real rollout (about a second); size runs for the machine with ``--stride``
 (every n-th scenario of the selection, in name order) and ``--limit``. Scenarios whose base
@@ -33,9 +33,9 @@ from known_agents import KnownScript, clean_solver, play_fresh, scores_one
 from known_quality.world import needs_network
 
 from dynsteer_hook.cli import configure_logging
-from dynsteer_hook.toolsandbox.preflight import default_blueprint_dir
-from dynsteer_hook.toolsandbox.runner import RunOptions, load_scenarios
-from dynsteer_hook.toolsandbox.split import base_scenario_name, in_split, split_of
+from dynsteer_hook.toolsandbox.live.preflight import default_blueprint_dir
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, load_scenarios
+from dynsteer_hook.toolsandbox.quality.split import base_scenario_name, in_split, split_of
 
 MIN_SCORE = 0.9
 PARTS = ("dev", "held-out", "all")

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.blueprint import blueprint_json_schema
-from dynsteer_hook.events import event_record_schema
-from dynsteer_hook.report import Report
+from dynsteer_hook.model.blueprint import blueprint_json_schema
+from dynsteer_hook.model.events import event_record_schema
+from dynsteer_hook.model.records import Report
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {

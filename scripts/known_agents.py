@@ -44,9 +44,9 @@ from known_quality.verify import (
     verify_variants,
 )
 
-from dynsteer_hook.errors import DynsteerError
-from dynsteer_hook.storage import write_json_atomic
-from dynsteer_hook.toolsandbox.runner import load_scenarios
+from dynsteer_hook.files.outputs import write_json_atomic
+from dynsteer_hook.model.errors import DynsteerError
+from dynsteer_hook.toolsandbox.live.runner import load_scenarios
 
 from tool_sandbox.common.scenario import Scenario
 

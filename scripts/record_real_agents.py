@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.logs import configure_logging
-from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM
-from dynsteer_hook.toolsandbox.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenarios
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, blueprint_path, default_blueprint_dir, load_scenarios, run_scenarios
+from dynsteer_hook.toolsandbox.roles.named import AGENT_MODEL, LITELLM
 
 SMOLLM2 = "SmolLM2-135M-Instruct.Q4_1.gguf"
 STEPS_GOAL = 0.4541

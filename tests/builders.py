@@ -11,13 +11,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from dynsteer_hook.blueprint import Binding, Blueprint, Edge, Milestone, Minefield, ToolSpec
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.errors import Halt
-from dynsteer_hook.events import AgentMessage, Event, StateChange, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.graph import START
-from dynsteer_hook.predicates import ArgPredicate
-from dynsteer_hook.report import ListSink, Report
+from dynsteer_hook.model.blueprint import Binding, Blueprint, Edge, Milestone, Minefield, ToolSpec
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.dominators import START
+from dynsteer_hook.model.errors import Halt
+from dynsteer_hook.model.events import AgentMessage, Event, StateChange, ToolCall, ToolResult, UserMessage
+from dynsteer_hook.model.predicates import ArgPredicate
+from dynsteer_hook.model.records import ListSink, Report
 from dynsteer_hook.runtime.evaluator import Evaluator
 
 

@@ -36,17 +36,17 @@ def _isolated_structlog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def core_cli(monkeypatch: pytest.MonkeyPatch) -> None:
     """Run ``cli.main`` as a core-only install would: without the ToolSandbox subcommands.
 
-    ``build_parser`` registers ``run``/``demo`` when ``dynsteer_hook.toolsandbox.cli`` imports,
+    ``build_parser`` registers ``run``/``demo`` when ``dynsteer_hook.toolsandbox.commands.register`` imports,
     which loads ToolSandbox (seconds). The core suite tests ``evaluate``/``validate``/``schema``
     only; tests/toolsandbox covers the rest.
     """
-    monkeypatch.setitem(sys.modules, "dynsteer_hook.toolsandbox.cli", None)
+    monkeypatch.setitem(sys.modules, "dynsteer_hook.toolsandbox.commands.register", None)
 
 
 @pytest.fixture
 def priced_model(monkeypatch: pytest.MonkeyPatch) -> str:
     """A model name with a price of our own in litellm's price map (PRICE_IN, PRICE_OUT), so no test hard-codes litellm's table."""
-    from dynsteer_hook import llm  # sets up litellm (its local price map) before the map is touched
+    from dynsteer_hook.llm import client as llm  # sets up litellm (its local price map) before the map is touched
 
     name = "dynsteer-priced-test-model"
     monkeypatch.setitem(llm.litellm.model_cost, name, {"input_cost_per_token": PRICE_IN, "output_cost_per_token": PRICE_OUT,

@@ -8,7 +8,7 @@ from pathlib import Path
 from builders import family
 from fake_llm import Reply
 
-from dynsteer_hook.events import ToolCall, ToolResult, UserMessage, event_to_record
+from dynsteer_hook.model.events import ToolCall, ToolResult, UserMessage, event_to_record
 
 
 def chain_files(tmp_path: Path) -> tuple[Path, Path]:

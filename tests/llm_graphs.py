@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from dynsteer_hook.blueprint import ToolSpec
-from dynsteer_hook.task_view import PublicMessage, TaskView
+from dynsteer_hook.model.blueprint import ToolSpec
+from dynsteer_hook.model.task_view import PublicMessage, TaskView
 
 
 def _tool(tool_name: str, /, **props: str) -> ToolSpec:

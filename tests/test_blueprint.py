@@ -7,8 +7,8 @@ import json
 import pytest
 from builders import blueprint, family
 
-from dynsteer_hook.blueprint import Blueprint, Milestone, parse_blueprint, reference_errors
-from dynsteer_hook.errors import BlueprintError, DynsteerError
+from dynsteer_hook.model.blueprint import Blueprint, Milestone, parse_blueprint, reference_errors
+from dynsteer_hook.model.errors import BlueprintError, DynsteerError
 
 
 def _doc(**over: object) -> str:

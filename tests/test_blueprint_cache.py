@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from llm_graphs import VIEW, good_graph, hallucinated_graph
 
-from dynsteer_hook.blueprint_cache import compile_to_file, default_min_valid, stored_view_hash
 from dynsteer_hook.compile.consensus import Candidate
 from dynsteer_hook.compile.generator.candidates import deterministic_source
-from dynsteer_hook.storage import load_blueprint
-from dynsteer_hook.task_view import TaskView
+from dynsteer_hook.files.blueprints import load_blueprint
+from dynsteer_hook.files.store import compile_to_file, default_min_valid, stored_view_hash
+from dynsteer_hook.model.task_view import TaskView
 
 
 class Metered:

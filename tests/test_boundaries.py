@@ -1,12 +1,12 @@
-"""Architecture boundaries, stated by place: what each folder of the package may import and do.
+"""Architecture boundaries, stated by folder: what each place of the package may import and do.
 
-The pure places are the two halves of the method (``compile/``, ``runtime/``), the judges
-(``judges/``) and every module at the package root that is not an edge: the shared model
-(errors, blueprint, predicates, json_types, catalog, task_view, events, config, report), the
-shared algorithms and helpers (graph, dominators, untrusted, metaeval) and the pure helpers of
-edges (llm_output, report_html). A pure place imports no ToolSandbox, no litellm, no edge module
-and no file or process module, and calls no file I/O. The edges are named once, in ``ROOT_EDGES``;
-``toolsandbox/`` is the one place that imports ``tool_sandbox``.
+The pure places are the shared vocabulary (``model/``), the two halves of the method
+(``compile/``, ``runtime/``) and the judges (``judges/``): they import no ToolSandbox, no
+litellm, no edge place and no file or process module, and call no file I/O. ``runtime/`` and
+``compile/`` import ``model/`` and never each other. The edges are folders too: ``files/``
+(file I/O), ``llm/`` (the one place that imports litellm), ``report/`` (reports, no framework)
+and ``toolsandbox/`` (the one place that imports ``tool_sandbox``); the package root holds the
+entry points only.
 """
 
 from __future__ import annotations
@@ -22,21 +22,15 @@ import dynsteer_hook
 
 PACKAGE = Path(dynsteer_hook.__file__).parent
 
-ROOT_EDGES = frozenset({
+ROOT_FILES = frozenset({
     "__init__.py",  # the public API: re-exports from every place
-    "llm.py",  # the one litellm importer
-    "llm_source.py",  # LLM candidates for the compiler
-    "model_settings.py",  # model flags and DYNSTEER_* variables, checked LLM clients
-    "judge_factory.py",  # judge flags, LLM judges built on a client
-    "config_flags.py",  # evaluator thresholds as flags
-    "storage.py",  # input files, reports
-    "outputs.py",  # atomic writes, the append-only log
-    "blueprint_cache.py",  # compiled blueprints stored by public-view hash
-    "judge_cache.py",  # judge answers stored on disk
-    "logs.py",  # structlog set up for the command line
     "cli.py",  # the dynsteer command
+    "flags.py",  # settings from flags and DYNSTEER_* variables, for every command
+    "logs.py",  # structlog set up for the command line and its worker processes
+    "_moved.py",  # the previous layout's module paths, for one release
 })
-EDGE_MODULES = frozenset(f"dynsteer_hook.{name.removesuffix('.py')}" for name in ROOT_EDGES - {"__init__.py"})
+EDGE_PLACES = ("dynsteer_hook.files", "dynsteer_hook.llm", "dynsteer_hook.report", "dynsteer_hook.toolsandbox",
+               "dynsteer_hook.cli", "dynsteer_hook.flags", "dynsteer_hook.logs", "dynsteer_hook._moved")
 FRAMEWORKS = frozenset({"tool_sandbox", "litellm", "openai"})
 IO_MODULES = frozenset({"os", "pathlib", "shutil", "tempfile", "io", "glob", "fileinput", "subprocess", "socket", "sqlite3", "mmap"})
 # Calls that touch the file system, whatever object they are made on (a Path passed in, a module imported under another name).
@@ -49,29 +43,19 @@ IO_CALLS = frozenset({
 
 @dataclass(frozen=True)
 class Place:
-    """A place of the package and what may not be imported from it."""
+    """A pure place of the package and the places of the package it may import."""
 
-    name: str
-    folder: str  # relative folder ("" for the package root)
-    forbidden_places: tuple[str, ...]  # dotted prefixes of package places it must not import
+    folder: str
+    allowed: tuple[str, ...]  # dotted prefixes of the package's places it may import (itself included)
 
 
-PLACES = [
-    Place("compile/", "compile", ("dynsteer_hook.runtime", "dynsteer_hook.judges")),
-    Place("runtime/", "runtime", ()),
-    Place("judges/", "judges", ("dynsteer_hook.compile", "dynsteer_hook.runtime")),
-    Place("shared root", "", ("dynsteer_hook.compile", "dynsteer_hook.runtime", "dynsteer_hook.judges")),
+PURE = [
+    Place("model", ("dynsteer_hook.model",)),
+    Place("compile", ("dynsteer_hook.model", "dynsteer_hook.compile")),
+    Place("judges", ("dynsteer_hook.model", "dynsteer_hook.judges")),
+    Place("runtime", ("dynsteer_hook.model", "dynsteer_hook.judges", "dynsteer_hook.runtime")),
 ]
-
-
-def _modules(place: Place) -> list[Path]:
-    folder = PACKAGE / place.folder
-    if place.folder:
-        return sorted(folder.rglob("*.py"))
-    return sorted(p for p in folder.glob("*.py") if p.name not in ROOT_EDGES)
-
-
-PURE = [(place, path) for place in PLACES for path in _modules(place)]
+PURE_MODULES = [(place, path) for place in PURE for path in sorted((PACKAGE / place.folder).rglob("*.py"))]
 
 
 def _imports(path: Path) -> set[str]:
@@ -90,29 +74,38 @@ def _top(names: set[str]) -> set[str]:
     return {n.split(".")[0] for n in names}
 
 
+def _package_imports(path: Path) -> set[str]:
+    """The package's own modules the file imports (``from dynsteer_hook.model import events`` as dynsteer_hook.model.events)."""
+    return {n for n in _imports(path) if n.startswith("dynsteer_hook.") or n == "dynsteer_hook"}
+
+
 def _id(case: tuple[Place, Path]) -> str:
     return str(case[1].relative_to(PACKAGE))
 
 
-@pytest.mark.parametrize("case", PURE, ids=_id)
+def _users(frameworks: set[str]) -> list[str]:
+    return sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if _top(_imports(p)) & frameworks)
+
+
+@pytest.mark.parametrize("case", PURE_MODULES, ids=_id)
 def test_pure_places_import_no_framework_no_llm_and_no_edge(case: tuple[Place, Path]) -> None:
-    """A pure module imports neither tool_sandbox nor litellm/openai, no edge module and nothing under toolsandbox/."""
-    place, path = case
+    """A pure module imports neither tool_sandbox nor litellm/openai, and nothing of files/, llm/, report/, toolsandbox/ or the root."""
+    _, path = case
     found = _imports(path)
     assert not _top(found) & FRAMEWORKS, sorted(_top(found) & FRAMEWORKS)
-    edges = sorted(n for n in found if n in EDGE_MODULES or n.startswith("dynsteer_hook.toolsandbox"))
-    assert not edges, f"{place.name} {path.name} imports edge modules {edges}"
+    edges = sorted(n for n in found if n.startswith(EDGE_PLACES) or n == "dynsteer_hook")
+    assert not edges, f"{path.name} imports edge places {edges}"
 
 
-@pytest.mark.parametrize("case", PURE, ids=_id)
+@pytest.mark.parametrize("case", PURE_MODULES, ids=_id)
 def test_pure_places_keep_their_direction(case: tuple[Place, Path]) -> None:
-    """compile/ never imports runtime/ or judges/, judges/ never imports either half, the shared root imports no folder."""
+    """model/ imports only model/; compile/ model/; judges/ model/; runtime/ model/ and judges/: compile/ and runtime/ never each other."""
     place, path = case
-    wrong = sorted(n for n in _imports(path) if n.startswith(place.forbidden_places)) if place.forbidden_places else []
-    assert not wrong, f"{place.name} {path.name} imports {wrong}"
+    wrong = sorted(n for n in _package_imports(path) if not n.startswith(place.allowed))
+    assert not wrong, f"{place.folder}/{path.name} imports {wrong}"
 
 
-@pytest.mark.parametrize("case", PURE, ids=_id)
+@pytest.mark.parametrize("case", PURE_MODULES, ids=_id)
 def test_pure_places_do_no_file_io(case: tuple[Place, Path]) -> None:
     """A pure module imports no file or process module and makes no call that touches the file system."""
     place, path = case
@@ -122,25 +115,41 @@ def test_pure_places_do_no_file_io(case: tuple[Place, Path]) -> None:
             continue
         fn = node.func
         name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
-        assert name not in IO_CALLS, f"{place.name} {path.name}:{node.lineno} calls {name}()"
+        assert name not in IO_CALLS, f"{place.folder}/{path.name}:{node.lineno} calls {name}()"
 
 
-def test_every_root_edge_exists() -> None:
-    """Each module named an edge is a module of the package root (a renamed edge must not leave a stale exemption)."""
-    missing = sorted(name for name in ROOT_EDGES if not (PACKAGE / name).is_file())
-    assert missing == []
+def test_the_root_holds_the_entry_points_only() -> None:
+    """The package root holds the public API, the command line and its settings and logging, and the old paths' table."""
+    assert sorted(p.name for p in PACKAGE.glob("*.py")) == sorted(ROOT_FILES)
 
 
-def test_only_the_llm_module_imports_litellm() -> None:
-    """litellm (and the OpenAI client under it) is imported by dynsteer_hook/llm.py and nowhere else in the package."""
-    users = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if _top(_imports(p)) & {"litellm", "openai"})
-    assert users == ["llm.py"]
+def test_only_llm_imports_litellm() -> None:
+    """litellm (and the OpenAI client under it) is imported under dynsteer_hook/llm/ and nowhere else in the package."""
+    users = _users({"litellm", "openai"})
+    assert users and all(u.startswith("llm/") for u in users), users
 
 
 def test_only_the_toolsandbox_subpackage_imports_tool_sandbox() -> None:
     """tool_sandbox is imported only under dynsteer_hook/toolsandbox/."""
-    users = sorted(str(p.relative_to(PACKAGE)) for p in PACKAGE.rglob("*.py") if "tool_sandbox" in _top(_imports(p)))
+    users = _users({"tool_sandbox"})
     assert users and all(u.startswith("toolsandbox/") for u in users), users
+
+
+@pytest.mark.parametrize("folder", ["files", "llm", "report"])
+def test_edges_outside_toolsandbox_import_no_tool_sandbox_and_nothing_of_it(folder: str) -> None:
+    """files/, llm/ and report/ serve every agent loop: they import neither tool_sandbox nor the toolsandbox/ subpackage."""
+    for path in sorted((PACKAGE / folder).rglob("*.py")):
+        found = _imports(path)
+        assert "tool_sandbox" not in _top(found), path
+        assert not any(n.startswith("dynsteer_hook.toolsandbox") for n in found), path
+
+
+@pytest.mark.parametrize("folder", ["files", "report"])
+def test_files_and_reports_import_no_llm(folder: str) -> None:
+    """Reading inputs and writing reports never needs a language model."""
+    for path in sorted((PACKAGE / folder).rglob("*.py")):
+        found = _imports(path)
+        assert not _top(found) & {"litellm", "openai"} and not any(n.startswith("dynsteer_hook.llm") for n in found), path
 
 
 def _module_name(path: Path) -> str:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from builders import tool
 
-from dynsteer_hook.catalog import ToolCatalog, type_fits
-from dynsteer_hook.json_types import JSON_TYPES
-from dynsteer_hook.predicates import ArgPredicate, predicate_holds
+from dynsteer_hook.model.catalog import ToolCatalog, type_fits
+from dynsteer_hook.model.json_types import JSON_TYPES
+from dynsteer_hook.model.predicates import ArgPredicate, predicate_holds
 
 CATALOG = ToolCatalog([tool("send", required=["to"], to="string", n="integer", ok="boolean"), tool("ping")])
 

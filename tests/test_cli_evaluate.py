@@ -9,9 +9,10 @@ import pytest
 from builders import call, family, settle_events
 
 from dynsteer_hook.cli import EXIT_USAGE, main
-from dynsteer_hook.events import event_to_record
-from dynsteer_hook.report import Report
-from dynsteer_hook.storage import AUDIT_LOG, REPORT_JSON, REPORT_MD, save_blueprint
+from dynsteer_hook.files.blueprints import save_blueprint
+from dynsteer_hook.model.events import event_to_record
+from dynsteer_hook.model.records import Report
+from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_JSON, REPORT_MD
 
 pytestmark = pytest.mark.usefixtures("core_cli")
 

@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
-from dynsteer_hook.config_flags import add_config_flags, config_from_args, threshold_fields
-from dynsteer_hook.errors import ConfigError
+from dynsteer_hook.flags import add_config_flags, config_from_args, threshold_fields
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.errors import ConfigError
 
 
 def test_defaults_are_valid_and_uniform() -> None:

@@ -12,11 +12,11 @@ import random
 import networkx as nx
 import pytest
 from builders import FAMILIES, Family, blueprint
+from dominator_oracle import augmented, immediate_dominators
 
-from dynsteer_hook.blueprint import Binding
-from dynsteer_hook.compile.validation import binding_violations
-from dynsteer_hook.dominators import START, DominatorTree
-from dynsteer_hook.graph import augmented, immediate_dominators
+from dynsteer_hook.model.blueprint import Binding
+from dynsteer_hook.model.contract import binding_violations
+from dynsteer_hook.model.dominators import START, DominatorTree
 
 
 def _random_dag(seed: int) -> tuple[list[str], list[tuple[str, str]]]:

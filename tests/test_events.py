@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from dynsteer_hook.errors import EventFileError
-from dynsteer_hook.events import (
+from dynsteer_hook.model.errors import EventFileError
+from dynsteer_hook.model.events import (
     AgentMessage,
     Event,
     StateChange,

@@ -27,11 +27,14 @@ from builders import call, family, result, settle_events
 from test_hostile_files import snapshot
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.events import event_to_record
-from dynsteer_hook.outputs import JsonlSink, StagedFiles, write_json_atomic, write_text_atomic
-from dynsteer_hook.report import IncompleteLog, ListSink, render_markdown, with_files
+from dynsteer_hook.files.blueprints import save_blueprint
+from dynsteer_hook.files.events import EventLog
+from dynsteer_hook.files.outputs import JsonlSink, StagedFiles, write_json_atomic, write_text_atomic
+from dynsteer_hook.model.events import event_to_record
+from dynsteer_hook.model.records import IncompleteLog, ListSink, with_files
+from dynsteer_hook.report.markdown import render_markdown
+from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_JSON, REPORT_MD, write_report
 from dynsteer_hook.runtime.evaluator import Evaluator
-from dynsteer_hook.storage import AUDIT_LOG, REPORT_JSON, REPORT_MD, EventLog, save_blueprint, write_report
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAIN = family("chain").blueprint()
@@ -78,7 +81,7 @@ def test_file_size_limit_cuts_a_write_short_and_the_sink_cuts_it_back(tmp_path: 
     proc = _python(
         """
         import json, os, resource, sys
-        from dynsteer_hook.outputs import JsonlSink
+        from dynsteer_hook.files.outputs import JsonlSink
         resource.setrlimit(resource.RLIMIT_FSIZE, (1000, 1000))
         record = {"pad": "x" * 288}  # 300 bytes a line: the fourth line crosses the limit
         line = (json.dumps(record) + "\\n").encode()
@@ -120,7 +123,7 @@ def test_sink_on_a_full_filesystem_keeps_whole_records(tmp_path: Path) -> None:
         """
         import json, sys
         sys.path.insert(0, sys.argv[2])
-        from dynsteer_hook.outputs import JsonlSink
+        from dynsteer_hook.files.outputs import JsonlSink
         sink = JsonlSink(sys.argv[1] + "/audit.jsonl")
         n = 0
         while sink.error is None:
@@ -248,7 +251,7 @@ def test_evaluate_with_an_audit_log_that_stops_marks_the_report(earlier: tuple[P
                                                                 monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     """With the audit log's device full after 5 records (simulated) while the reports still fit, the reports are written
     and say from which record the log is missing, the log holds those 5 whole records, and evaluate exits 2 with one sentence."""
-    from dynsteer_hook import outputs
+    from dynsteer_hook.files import outputs
 
     real = outputs._write_all
     written: dict[int, int] = {}

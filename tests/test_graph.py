@@ -8,15 +8,13 @@ from collections.abc import Callable
 import networkx as nx
 import pytest
 from builders import FAMILIES, Family, blueprint
+from dominator_oracle import augmented, dominator_map, immediate_dominators
 
-from dynsteer_hook.graph import (
-    START,
+from dynsteer_hook.model.dominators import START
+from dynsteer_hook.model.graph import (
     FrontierTracker,
     ancestor_sets,
-    augmented,
-    dominator_map,
     find_cycle,
-    immediate_dominators,
     milestone_graph,
     strict_ancestors,
     transitive_reduction,

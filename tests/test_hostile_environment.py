@@ -13,7 +13,7 @@ import pytest
 from judge_runs import chain_files
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.task_view import PublicMessage, TaskView
+from dynsteer_hook.model.task_view import PublicMessage, TaskView
 
 ROWS = [
     ("evaluate", "DYNSTEER_JUDGE_TIMEOUT", "soon", "DYNSTEER_JUDGE_TIMEOUT='soon' is not a number"),

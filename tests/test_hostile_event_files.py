@@ -18,9 +18,10 @@ import pytest
 from builders import family
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.report import Report
+from dynsteer_hook.files.blueprints import save_blueprint
+from dynsteer_hook.model.records import Report
+from dynsteer_hook.report.writer import REPORT_JSON, REPORT_MD
 from dynsteer_hook.runtime.pairing import KEEP_FAULTS, LineIndex
-from dynsteer_hook.storage import REPORT_JSON, REPORT_MD, save_blueprint
 
 pytestmark = pytest.mark.usefixtures("core_cli")
 

@@ -20,7 +20,7 @@ from builders import family, settle_events
 from llm_graphs import VIEW
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.events import event_to_record
+from dynsteer_hook.model.events import event_to_record
 
 SCRIPTS = Path(__file__).resolve().parents[1] / "dynsteer_hook" / "data" / "scripts"
 CHAIN = family("chain").blueprint()
@@ -141,7 +141,7 @@ def test_hostile_input_file(kind: Kind, bad: Malformation, tmp_path: Path, monke
                             capsys: pytest.CaptureFixture[str]) -> None:
     """A broken input file ends in one sentence naming it, exit status 2, and nothing written (or is accepted where it is a valid input)."""
     if kind.before_scenarios:
-        from dynsteer_hook.toolsandbox import runner
+        from dynsteer_hook.toolsandbox.live import runner
 
         monkeypatch.setattr(runner, "load_scenarios", lambda *_a, **_k: pytest.fail("scenarios were loaded before the file was checked"))
     ws = tmp_path / "ws"

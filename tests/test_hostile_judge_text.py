@@ -23,12 +23,13 @@ import pytest
 from builders import UserMessage, act, family, run
 from needs import need_module
 
-from dynsteer_hook.catalog import ArgIssue
 from dynsteer_hook.judges.base import JudgeRequest, StageContext, StageGoal
 from dynsteer_hook.judges.steps import CallFacts, Step
 from dynsteer_hook.judges.templates import CLIP, DATA_CLOSE, DATA_OPEN, SpecialistJudgement, specialist_messages, standard_messages
-from dynsteer_hook.report import FirstError, Report, StopRecord, TraceFaultRecord, render_markdown
-from dynsteer_hook.untrusted import skeleton
+from dynsteer_hook.model.catalog import ArgIssue
+from dynsteer_hook.model.records import FirstError, Report, StopRecord, TraceFaultRecord
+from dynsteer_hook.model.untrusted import skeleton
+from dynsteer_hook.report.markdown import render_markdown
 
 # ---- generated injections ---------------------------------------------------------------------------------------
 

@@ -120,7 +120,7 @@ def test_hostile_output_place(cmd: Command, place: Place, tmp_path: Path, monkey
     (ws / "view.json").write_text(VIEW.model_dump_json(), encoding="utf-8")
     out = place.make(ws, cmd.files)
     if cmd.toolsandbox:
-        from dynsteer_hook.toolsandbox import runner
+        from dynsteer_hook.toolsandbox.live import runner
 
         def never(*_: object, **__: object) -> None:
             raise AssertionError("scenarios were loaded before the output place was checked")

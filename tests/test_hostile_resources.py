@@ -27,14 +27,14 @@ from typing import Any
 
 import pytest
 
-from dynsteer_hook.blueprint import Blueprint, Edge, Milestone, Minefield, StatePredicate, ToolSpec
 from dynsteer_hook.cli import main
 from dynsteer_hook.compile.generator.instruction import read_instruction
-from dynsteer_hook.compile.validation import validate_blueprint
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.errors import BlueprintError, Halt
-from dynsteer_hook.events import AgentMessage, Event, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.predicates import ArgPredicate, predicate_holds
+from dynsteer_hook.model.blueprint import Blueprint, Edge, Milestone, Minefield, StatePredicate, ToolSpec
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.contract import validate_blueprint
+from dynsteer_hook.model.errors import BlueprintError, Halt
+from dynsteer_hook.model.events import AgentMessage, Event, ToolCall, ToolResult, UserMessage
+from dynsteer_hook.model.predicates import ArgPredicate, predicate_holds
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.runtime.grounding import TextGrounding
 

@@ -13,11 +13,11 @@ from fake_llm import FakeLLMServer, Reply
 from judge_runs import chain_files, standard_reply
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.judge_cache import CachedJudgeClient
-from dynsteer_hook.judge_factory import JUDGE_MODEL, JudgeSettings
 from dynsteer_hook.judges.base import JudgeRequest, StageContext, StageGoal
 from dynsteer_hook.judges.llm_judges import ExpertJudge, StandardJudge
-from dynsteer_hook.llm import LLMClient
+from dynsteer_hook.llm.cache import CachedJudgeClient
+from dynsteer_hook.llm.client import LLMClient
+from dynsteer_hook.llm.judges import JUDGE_MODEL, JudgeSettings
 
 DIMS = ("correctness", "efficiency", "safety", "tool_compliance")
 

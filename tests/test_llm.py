@@ -16,8 +16,10 @@ from fake_llm import PRICE_IN, PRICE_OUT, FakeLLMServer, Reply, call
 from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying
 
-from dynsteer_hook.errors import LLMOutputError, LLMUnavailableError, LLMUsageError
-from dynsteer_hook.llm import Backoff, LLMClient, ModelToolCall, price_known
+from dynsteer_hook.llm.client import LLMClient
+from dynsteer_hook.llm.completion import ModelToolCall
+from dynsteer_hook.llm.transport import Backoff, price_known
+from dynsteer_hook.model.errors import LLMOutputError, LLMUnavailableError, LLMUsageError
 
 MESSAGES = [{"role": "user", "content": "Answer in JSON."}]
 

@@ -22,9 +22,9 @@ from fake_llm import FakeLLMServer, Reply
 
 import dynsteer_hook
 from dynsteer_hook.cli import main
-from dynsteer_hook.errors import LLMUnavailableError
-from dynsteer_hook.events import ToolCall, ToolResult, UserMessage, event_to_record
-from dynsteer_hook.llm import LLMClient
+from dynsteer_hook.llm.client import LLMClient
+from dynsteer_hook.model.errors import LLMUnavailableError
+from dynsteer_hook.model.events import ToolCall, ToolResult, UserMessage, event_to_record
 
 MESSAGES = [{"role": "user", "content": "Answer in JSON."}]
 TRICKLE = Reply(content='{"ok": true}', trickle=0.1, trickle_bytes=2)  # about 20 s for the whole answer
@@ -100,8 +100,8 @@ def test_an_abandoned_attempt_does_not_delay_process_exit(llm_server: FakeLLMSer
     llm_server.script(Reply(content='{"ok": true}', trickle=0.2, trickle_bytes=1))  # about 90 s for the whole answer
     code = (
         "import sys\n"
-        "from dynsteer_hook.errors import LLMUnavailableError\n"
-        "from dynsteer_hook.llm import LLMClient\n"
+        "from dynsteer_hook.model.errors import LLMUnavailableError\n"
+        "from dynsteer_hook.llm.client import LLMClient\n"
         "client = LLMClient('openai/gpt-4o-mini', api_base=sys.argv[1], timeout=2.0, max_retries=0)\n"
         "try:\n"
         "    client.complete([{'role': 'user', 'content': 'hi'}])\n"

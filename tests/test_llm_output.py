@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from dynsteer_hook.llm_output import excerpt, extract_json_object, parse_output
+from dynsteer_hook.llm.output import excerpt, extract_json_object, parse_output
 
 
 class Point(BaseModel):

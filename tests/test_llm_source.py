@@ -11,9 +11,9 @@ from llm_graphs import MALFORMED, VIEW, cyclic_graph, good_graph, hallucinated_g
 from dynsteer_hook.compile.compiler import compile_blueprint, compile_consensus
 from dynsteer_hook.compile.generator.candidates import FOCUS_CODES, deterministic_source
 from dynsteer_hook.compile.generator.candidates import GENERATOR as RULES
-from dynsteer_hook.errors import ConsensusError, LLMUnavailableError, LLMUsageError
-from dynsteer_hook.llm import LLMClient
-from dynsteer_hook.llm_source import GENERATOR, llm_source
+from dynsteer_hook.llm.candidates import GENERATOR, llm_source
+from dynsteer_hook.llm.client import LLMClient
+from dynsteer_hook.model.errors import ConsensusError, LLMUnavailableError, LLMUsageError
 
 MODEL = "openai/gpt-4o-mini"
 

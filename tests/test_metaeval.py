@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dynsteer_hook.metaeval import (
+from dynsteer_hook.toolsandbox.offline.metaeval import (
     PairTest,
     all_pairs,
     discriminability,

@@ -12,12 +12,13 @@ from judge_runs import chain_files as _files
 from judge_runs import standard_reply as _standard
 
 from dynsteer_hook.cli import build_parser, main
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.judge_factory import JUDGE_MODEL, judges_from_args
-from dynsteer_hook.llm import endpoint_without_secrets
-from dynsteer_hook.model_settings import ModelSettings, add_model_flags, env_name, model_from_args
-from dynsteer_hook.toolsandbox.compile_command import COMPILE_MODEL
-from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, USER_MODEL
+from dynsteer_hook.flags import add_model_flags, judges_from_args, model_from_args
+from dynsteer_hook.llm.endpoint import endpoint_without_secrets
+from dynsteer_hook.llm.judges import JUDGE_MODEL
+from dynsteer_hook.llm.settings import ModelSettings, env_name
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.toolsandbox.commands.compile import COMPILE_MODEL
+from dynsteer_hook.toolsandbox.roles.named import AGENT_MODEL, USER_MODEL
 
 ROLES = {"judge": ("evaluate", JUDGE_MODEL), "agent": ("run", AGENT_MODEL), "user": ("run", USER_MODEL), "compile": ("compile", COMPILE_MODEL)}
 REQUIRED = {"evaluate": ["--blueprint", "b", "--events", "e", "--report", "r"], "run": [], "compile": ["--all"]}

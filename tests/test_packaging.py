@@ -34,8 +34,8 @@ def test_installed_wheel_finds_a_shipped_blueprint(tmp_path: Path) -> None:
                    check=True, capture_output=True, cwd=tmp_path, timeout=300)
     probe = (
         "import dynsteer_hook, sys\n"
-        "from dynsteer_hook.toolsandbox.preflight import default_blueprint_dir, blueprint_path\n"
-        "from dynsteer_hook.storage import load_valid_blueprint\n"
+        "from dynsteer_hook.toolsandbox.live.preflight import default_blueprint_dir, blueprint_path\n"
+        "from dynsteer_hook.files.blueprints import load_valid_blueprint\n"
         "d = default_blueprint_dir()\n"
         f"bp = load_valid_blueprint(blueprint_path(d, {SCENARIO!r}))\n"
         "print(dynsteer_hook.__file__); print(d); print(bp.task); print(len(list(d.glob('*.json'))))\n"

@@ -4,15 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dynsteer_hook.predicates import (
-    ArgPredicate,
-    NoGrounding,
-    all_hold,
-    count_holding,
-    describe,
-    predicate_holds,
-    values_equal,
-)
+from dynsteer_hook.model.predicates import ArgPredicate, NoGrounding, all_hold, count_holding, describe, predicate_holds, values_equal
 
 
 class SeenOnly:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from builders import call, family, settle_events
 
-from dynsteer_hook.events import Event
-from dynsteer_hook.report import Report
-from dynsteer_hook.storage import save_blueprint
+from dynsteer_hook.files.blueprints import save_blueprint
+from dynsteer_hook.model.events import Event
+from dynsteer_hook.model.records import Report
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

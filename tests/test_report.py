@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from builders import UserMessage, act, call, family, run, settle_events
 
-from dynsteer_hook.report import ListSink, Report, render_markdown
+from dynsteer_hook.model.records import ListSink, Report
+from dynsteer_hook.report.markdown import render_markdown
 
 
 def test_list_sink_keeps_records_in_order() -> None:

@@ -9,9 +9,9 @@ from types import ModuleType
 
 import pytest
 
-from dynsteer_hook.blueprint import blueprint_json_schema, parse_blueprint
 from dynsteer_hook.cli import main
-from dynsteer_hook.events import event_record_schema
+from dynsteer_hook.model.blueprint import blueprint_json_schema, parse_blueprint
+from dynsteer_hook.model.events import event_record_schema
 
 pytestmark = pytest.mark.usefixtures("core_cli")
 

@@ -13,23 +13,15 @@ from pathlib import Path
 import pytest
 from builders import UserMessage, act, call, family, settle_events
 
-from dynsteer_hook import storage
-from dynsteer_hook.errors import BlueprintError, EventFileError, Halt
-from dynsteer_hook.events import ToolCall
-from dynsteer_hook.report import Report
+from dynsteer_hook.files import outputs as storage
+from dynsteer_hook.files.blueprints import load_blueprint, save_blueprint
+from dynsteer_hook.files.events import EventLog, read_events
+from dynsteer_hook.files.outputs import JsonlSink, write_text_atomic
+from dynsteer_hook.model.errors import BlueprintError, EventFileError, Halt
+from dynsteer_hook.model.events import ToolCall
+from dynsteer_hook.model.records import Report
+from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_JSON, REPORT_MD, write_report
 from dynsteer_hook.runtime.evaluator import Evaluator
-from dynsteer_hook.storage import (
-    AUDIT_LOG,
-    REPORT_JSON,
-    REPORT_MD,
-    EventLog,
-    JsonlSink,
-    load_blueprint,
-    read_events,
-    save_blueprint,
-    write_report,
-    write_text_atomic,
-)
 
 CHAIN = family("chain").blueprint()
 MINES = family("minefield_off_path").blueprint()
@@ -163,7 +155,7 @@ def test_killed_process_leaves_a_readable_audit_prefix(tmp_path: Path) -> None:
         sys.path.insert(0, {str(ROOT / "tests")!r})
         from builders import family, settle_events
         from dynsteer_hook.runtime.evaluator import Evaluator
-        from dynsteer_hook.storage import JsonlSink
+        from dynsteer_hook.files.outputs import JsonlSink
         sink = JsonlSink({str(tmp_path / AUDIT_LOG)!r})
         ev = Evaluator(family("chain").blueprint(), sink=sink)
         for e in settle_events(["a", "b"]):

@@ -17,8 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Edge, Milestone, Minefield
-from dynsteer_hook.task_view import TaskView
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Edge, Milestone, Minefield
+from dynsteer_hook.model.task_view import TaskView
 
 SYSTEM_PROMPT = (
     "You generate candidate milestone goal graphs, not step-by-step trajectories. A node belongs in one candidate "

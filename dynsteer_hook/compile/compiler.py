@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from dynsteer_hook.blueprint import Blueprint
-from dynsteer_hook.catalog import ToolCatalog
 from dynsteer_hook.compile.consensus import Candidate, ConsensusResult, build_consensus
 from dynsteer_hook.compile.generator.candidates import deterministic_source
-from dynsteer_hook.task_view import TaskView
+from dynsteer_hook.model.blueprint import Blueprint
+from dynsteer_hook.model.catalog import ToolCatalog
+from dynsteer_hook.model.task_view import TaskView
 
 CandidateSource = Callable[[TaskView, int], list[Candidate]]
 """Produces ``n`` candidate graphs for a public view."""

@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import networkx as nx
 from pydantic import ValidationError
 
-from dynsteer_hook.blueprint import (
+from dynsteer_hook.model.blueprint import (
     Binding,
     Blueprint,
     Edge,
@@ -33,11 +33,11 @@ from dynsteer_hook.blueprint import (
     PrunedCandidate,
     StatePredicate,
 )
-from dynsteer_hook.catalog import ToolCatalog
-from dynsteer_hook.compile.validation import validate_blueprint
-from dynsteer_hook.errors import ConsensusError, validation_problem
-from dynsteer_hook.graph import ancestor_sets, find_cycle, milestone_graph, transitive_reduction
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.model.catalog import ToolCatalog
+from dynsteer_hook.model.contract import validate_blueprint
+from dynsteer_hook.model.errors import ConsensusError, validation_problem
+from dynsteer_hook.model.graph import ancestor_sets, find_cycle, milestone_graph, transitive_reduction
+from dynsteer_hook.model.predicates import ArgPredicate
 
 NodeKey = tuple[str, str, int]  # (tool, role, occurrence)
 
@@ -254,17 +254,8 @@ def build_consensus(
             + (f" ({reasons})" if reasons else "")
         )
     need = support_threshold(len(valid))
-
-    members: dict[NodeKey, list[Milestone]] = defaultdict(list)
-    proposers: dict[NodeKey, list[str]] = defaultdict(list)
     source = {c.name: c.model if c.model and c.model != "none" else (c.generator or "candidate") for c in candidates}
-    keymaps: list[tuple[Blueprint, dict[str, NodeKey]]] = []
-    for name, bp in valid:
-        keys = _node_keys(bp)
-        keymaps.append((bp, keys))
-        for m in bp.milestones:
-            members[keys[m.id]].append(m)
-            proposers[keys[m.id]].append(source[name])
+    keymaps, members, proposers = _node_members(valid, source)
     support = {k: len(v) for k, v in members.items()}
     admitted = sorted(k for k, s in support.items() if s >= need)
     if not admitted:  # the merged graph would ask nothing of the agent (the non-empty contract)
@@ -272,56 +263,9 @@ def build_consensus(
             f"no milestone reached the majority support of {need} among the {len(valid)} valid candidates, so the "
             "blueprint would ask nothing of the agent; sample more candidates or add the deterministic generator"
         )
-    admitted_set = set(admitted)
     merged = _merge_milestones(admitted, members, proposers, len(valid), need)
-
-    # Precedence over transitive closures (u < v when u is an ancestor of v), restricted to admitted nodes.
-    edge_support: Counter[tuple[NodeKey, NodeKey]] = Counter()
-    for bp, keys in keymaps:
-        ancestors = ancestor_sets(milestone_graph(bp))
-        pairs = {(keys[u], keys[v]) for v, anc in ancestors.items() for u in anc}
-        edge_support.update(p for p in pairs if p[0] in admitted_set and p[1] in admitted_set)
-    g = nx.DiGraph()
-    for k in admitted:
-        g.add_node(node_id(k), support=support[k])
-    for (u, v), s in sorted(edge_support.items()):
-        if s >= need:
-            g.add_edge(node_id(u), node_id(v), support=s)
-    dropped = _break_cycles(g)
-    reduced = transitive_reduction(g)
-
-    # Bindings: same producer, consumer and argument.
-    bind_support: dict[tuple[NodeKey, NodeKey, str], list[Binding]] = defaultdict(list)
-    for bp, keys in keymaps:
-        for b in bp.bindings:
-            bind_support[(keys[b.producer], keys[b.consumer], b.arg)].append(b)
-    bindings: list[Binding] = []
-    for (pk, ck, arg), bs in sorted(bind_support.items()):
-        if len(bs) < need or pk not in admitted_set or ck not in admitted_set:
-            continue
-        pid, cid = node_id(pk), node_id(ck)
-        if not nx.has_path(reduced, pid, cid):
-            dropped.append(f"binding {pid}->{cid}.{arg} (producer no longer an ancestor)")
-            continue
-        bindings.append(Binding(name=f"{pid}->{cid}.{arg}", producer=pid, consumer=cid, arg=arg, path=_most_common_text([b.path for b in bs])))
-
-    # Fatal minefields: equivalent when they guard the same tool with the same severity.
-    mine_groups: dict[tuple[str, bool], list[tuple[Minefield, ...]]] = defaultdict(list)
-    for bp, _ in keymaps:
-        per_key: dict[tuple[str, bool], list[Minefield]] = defaultdict(list)
-        for f in bp.minefields:
-            per_key[(f.tool, f.fatal)].append(f)
-        for key, fs in per_key.items():
-            mine_groups[key].append(tuple(fs))
-    minefields: list[Minefield] = []
-    for (tool, fatal), groups in sorted(mine_groups.items()):
-        if len(groups) < need:
-            continue
-        preds = _majority_predicates([tuple(p for f in fs for p in f.args) for fs in groups])
-        reason = _most_common_text([f.reason for fs in groups for f in fs if f.reason])
-        prefix = "mf" if fatal else "warn"
-        minefields.append(Minefield(id=f"{prefix}:{_SLUG.sub('_', tool)}", tool=tool, args=preds, reason=reason, fatal=fatal))
-
+    reduced, dropped = _majority_edges(keymaps, admitted, support, need)
+    bindings = _majority_bindings(keymaps, set(admitted), reduced, need, dropped)
     order = list(nx.lexicographical_topological_sort(reduced))
     by_id = {node_id(k): m for k, m in merged.items()}
     all_cands = list(candidates)
@@ -331,7 +275,7 @@ def build_consensus(
         milestones=tuple(by_id[i] for i in order),
         edges=tuple(Edge(source=u, target=v) for u, v in sorted(reduced.edges)),
         bindings=tuple(sorted(bindings, key=lambda b: b.name)),
-        minefields=tuple(minefields),
+        minefields=tuple(_majority_minefields(keymaps, need)),
         catalog=tuple(sorted(catalog.specs(), key=lambda s: s.name)),
         provenance=Provenance(
             generators=tuple(sorted({c.generator for c in all_cands if c.generator})),
@@ -353,3 +297,78 @@ def build_consensus(
         pruned=tuple(pruned),
         support={node_id(k): support[k] for k in admitted},
     )
+
+
+_KeyMaps = list[tuple[Blueprint, dict[str, NodeKey]]]
+
+
+def _node_members(valid: Sequence[tuple[str, Blueprint]], source: Mapping[str, str]
+                  ) -> tuple[_KeyMaps, dict[NodeKey, list[Milestone]], dict[NodeKey, list[str]]]:
+    """Each valid candidate's node keys, and per key the milestones that propose it and who proposed them."""
+    members: dict[NodeKey, list[Milestone]] = defaultdict(list)
+    proposers: dict[NodeKey, list[str]] = defaultdict(list)
+    keymaps: _KeyMaps = []
+    for name, bp in valid:
+        keys = _node_keys(bp)
+        keymaps.append((bp, keys))
+        for m in bp.milestones:
+            members[keys[m.id]].append(m)
+            proposers[keys[m.id]].append(source[name])
+    return keymaps, members, proposers
+
+
+def _majority_edges(keymaps: _KeyMaps, admitted: Sequence[NodeKey], support: Mapping[NodeKey, int], need: int) -> tuple[nx.DiGraph, list[str]]:
+    """Precedence over transitive closures (u < v when u is an ancestor of v), restricted to admitted nodes, kept where a
+    majority agrees, cycles broken and transitively reduced; with what was dropped."""
+    admitted_set = set(admitted)
+    edge_support: Counter[tuple[NodeKey, NodeKey]] = Counter()
+    for bp, keys in keymaps:
+        ancestors = ancestor_sets(milestone_graph(bp))
+        pairs = {(keys[u], keys[v]) for v, anc in ancestors.items() for u in anc}
+        edge_support.update(p for p in pairs if p[0] in admitted_set and p[1] in admitted_set)
+    g = nx.DiGraph()
+    for k in admitted:
+        g.add_node(node_id(k), support=support[k])
+    for (u, v), s in sorted(edge_support.items()):
+        if s >= need:
+            g.add_edge(node_id(u), node_id(v), support=s)
+    dropped = _break_cycles(g)
+    return transitive_reduction(g), dropped
+
+
+def _majority_bindings(keymaps: _KeyMaps, admitted: set[NodeKey], reduced: nx.DiGraph, need: int, dropped: list[str]) -> list[Binding]:
+    """Bindings a majority agrees on: same producer, consumer and argument (one whose producer is no longer an ancestor is dropped)."""
+    bind_support: dict[tuple[NodeKey, NodeKey, str], list[Binding]] = defaultdict(list)
+    for bp, keys in keymaps:
+        for b in bp.bindings:
+            bind_support[(keys[b.producer], keys[b.consumer], b.arg)].append(b)
+    bindings: list[Binding] = []
+    for (pk, ck, arg), bs in sorted(bind_support.items()):
+        if len(bs) < need or pk not in admitted or ck not in admitted:
+            continue
+        pid, cid = node_id(pk), node_id(ck)
+        if not nx.has_path(reduced, pid, cid):
+            dropped.append(f"binding {pid}->{cid}.{arg} (producer no longer an ancestor)")
+            continue
+        bindings.append(Binding(name=f"{pid}->{cid}.{arg}", producer=pid, consumer=cid, arg=arg, path=_most_common_text([b.path for b in bs])))
+    return bindings
+
+
+def _majority_minefields(keymaps: _KeyMaps, need: int) -> list[Minefield]:
+    """Minefields a majority agrees on: equivalent when they guard the same tool with the same severity."""
+    mine_groups: dict[tuple[str, bool], list[tuple[Minefield, ...]]] = defaultdict(list)
+    for bp, _ in keymaps:
+        per_key: dict[tuple[str, bool], list[Minefield]] = defaultdict(list)
+        for f in bp.minefields:
+            per_key[(f.tool, f.fatal)].append(f)
+        for key, fs in per_key.items():
+            mine_groups[key].append(tuple(fs))
+    minefields: list[Minefield] = []
+    for (tool, fatal), groups in sorted(mine_groups.items()):
+        if len(groups) < need:
+            continue
+        preds = _majority_predicates([tuple(p for f in fs for p in f.args) for fs in groups])
+        reason = _most_common_text([f.reason for fs in groups for f in fs if f.reason])
+        prefix = "mf" if fatal else "warn"
+        minefields.append(Minefield(id=f"{prefix}:{_SLUG.sub('_', tool)}", tool=tool, args=preds, reason=reason, fatal=fatal))
+    return minefields

@@ -15,7 +15,6 @@ from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
-from dynsteer_hook.errors import LLMError
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
 from dynsteer_hook.judges.templates import (
     SpecialistJudgement,
@@ -23,6 +22,7 @@ from dynsteer_hook.judges.templates import (
     specialist_messages,
     standard_messages,
 )
+from dynsteer_hook.model.errors import LLMError
 
 T = TypeVar("T", bound=BaseModel)
 

@@ -7,8 +7,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dynsteer_hook.catalog import ArgIssue
-from dynsteer_hook.events import StateChange
+from dynsteer_hook.model.catalog import ArgIssue
+from dynsteer_hook.model.events import StateChange
 
 _STRUCTURAL_EXCEPTION = re.compile(
     r"TypeError|SyntaxError|NameError|IndentationError|JSONDecodeError|ValidationError|"

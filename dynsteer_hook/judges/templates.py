@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from dynsteer_hook.judges.base import JudgeRequest
 from dynsteer_hook.judges.steps import Step
-from dynsteer_hook.untrusted import for_prompt
+from dynsteer_hook.model.untrusted import for_prompt
 
 DATA_OPEN = "<<<STAGE_EVIDENCE"
 DATA_CLOSE = "STAGE_EVIDENCE>>>"

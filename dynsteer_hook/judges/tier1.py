@@ -16,9 +16,9 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
 from dynsteer_hook.judges.steps import CallFacts, Step
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
 
 
 def _empty(value: Any) -> bool:

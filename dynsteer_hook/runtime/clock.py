@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from dynsteer_hook.events import AgentMessage, Event, StateChange, ToolCall, ToolResult, UserMessage
+from dynsteer_hook.model.events import AgentMessage, Event, StateChange, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.runtime.pairing import PairingLedger
 
 

@@ -10,7 +10,7 @@ The class orchestrates; each job has a module of its own: the blueprint's look-u
 (``index``), interception of calls as they are issued (``interception``), matching and
 windows (``settlement``, ``windows``), the judge ladder with its usage accounting
 (``ladder``), the counters the stop rules read (``counters``), the faulty steps
-(``faults``), and the pieces of the report (``reporting``).
+(``faults``), the judging of a settled stage (``stages``), and the pieces of the report (``reporting``).
 """
 
 from __future__ import annotations
@@ -23,24 +23,20 @@ from typing import Any
 
 import structlog
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Minefield
-from dynsteer_hook.compile.validation import validate_blueprint
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
-from dynsteer_hook.errors import BlueprintError, Halt
-from dynsteer_hook.events import Event, SystemMessage, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.judges.base import Judge, StageContext, StageGoal
+from dynsteer_hook.judges.base import Judge
 from dynsteer_hook.judges.steps import CallFacts, Step
-from dynsteer_hook.predicates import describe
-from dynsteer_hook.report import (
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Minefield
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.contract import validate_blueprint
+from dynsteer_hook.model.errors import BlueprintError, Halt
+from dynsteer_hook.model.events import Event, SystemMessage, ToolCall, ToolResult, UserMessage
+from dynsteer_hook.model.records import (
     AuditSink,
-    BindingRecord,
     Report,
     StageRecord,
     StepRecord,
     StopRecord,
-    TierUse,
     TraceFaultRecord,
-    Window,
     conclude,
 )
 from dynsteer_hook.runtime.clock import CallOutcome, ClosedAction, DualClock
@@ -49,11 +45,12 @@ from dynsteer_hook.runtime.faults import CallRules, Fault, FaultLedger, first_er
 from dynsteer_hook.runtime.grounding import TextGrounding
 from dynsteer_hook.runtime.identifiers import ungrounded_values, user_requested
 from dynsteer_hook.runtime.index import BlueprintIndex
-from dynsteer_hook.runtime.interception import Interceptor, PendingCall, signature
+from dynsteer_hook.runtime.interception import Hit, Interceptor, PendingCall, signature
 from dynsteer_hook.runtime.ladder import JudgeLadder
 from dynsteer_hook.runtime.reporting import stage_error, step_record, tail_record
 from dynsteer_hook.runtime.settlement import Settlement
-from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
+from dynsteer_hook.runtime.stages import StageJudge
+from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopRule
 
 _log = structlog.get_logger(__name__)
 
@@ -106,7 +103,9 @@ class Evaluator:
         self._counters = RunCounters()
         self._faults = FaultLedger()
         self._rules = CallRules(self._faults, set(self._index.tool_owners))
+        self._stage_judge = StageJudge(blueprint.task, self.config, self._index, self._settlement, self._grounding, self._ladder, self._faults)
         self._stages: list[StageRecord] = []
+        self._last_closed: tuple[ClosedAction, ...] = ()
         self._stop: StopRecord | None = None
         self._ended = False
         self._left_pending: list[str] | None = None
@@ -139,6 +138,17 @@ class Evaluator:
         """Settled milestones in settlement order."""
         return list(self._settlement.settled_order)
 
+    @property
+    def stages(self) -> Sequence[StageRecord]:
+        """The stages judged so far, in order (read only)."""
+        return self._stages
+
+    @property
+    def last_closed(self) -> tuple[ClosedAction, ...]:
+        """The actions the last ``observe`` (or ``finish``) closed, oldest first: none, one, or a waiting
+        action closed unanswered and then the action the event itself closed."""
+        return self._last_closed
+
     def screen(self, call: ToolCall) -> Minefield | None:
         """The fatal minefield a pending call would step on, without recording anything."""
         return self._interceptor.screen(call)
@@ -149,6 +159,7 @@ class Evaluator:
         Raises:
             Halt: A stop criterion fired (for a fatal minefield, before the call executes).
         """
+        self._last_closed = ()
         if self._stop is not None:
             return None
         flushed = self._clock.moved_on(event)
@@ -167,7 +178,7 @@ class Evaluator:
             if event.actor == "agent":
                 hit = self._interceptor.issued(event, self._clock.t + 1)
                 if hit is not None:
-                    self._halt_on_minefield(event, hit.minefield, hit.arguments)
+                    self._halt_on_minefield(event, hit)
         elif isinstance(event, ToolResult) and paired:  # a result no call asked for was not shown to the agent
             self._grounding.add_value(event.result)
         if action is not None:
@@ -186,6 +197,7 @@ class Evaluator:
         """
         cfg = self.config
         settlement = self._settlement
+        self._last_closed = ()
         if self._left_pending is None:
             self._left_pending = [f"{c.call_id}:{c.tool}" for c in self._clock.pending_calls]
             flushed = self._clock.flush() if self._stop is None else None
@@ -237,28 +249,10 @@ class Evaluator:
 
     # -- raw clock -----------------------------------------------------------------
 
-    def _halt_on_minefield(self, call: ToolCall, f: Minefield, args: Mapping[str, Any]) -> None:
+    def _halt_on_minefield(self, call: ToolCall, hit: Hit) -> None:
         frontier = self._settlement.tracker.frontier()
-        shown = json.dumps(dict(args), default=str, ensure_ascii=False)[:200]
-        how = f"call {call.tool[:80]}({shown})"
-        if call.rejected is not None:
-            how = f"call {call.tool[:80]!r} (refused before it ran, read as {', '.join(call.suspected_tools) or call.tool[:80]})({shown})"
-        self._raise_stop(
-            StopRecord(
-                reason="fatal_minefield",
-                k=self._clock.k,
-                t=self._clock.t,
-                anchor=self._index.anchor_of(frontier, self._settlement.settled_order),
-                dimension="safety",
-                frontier=frontier,
-                detail=f"{how} hits {f.id}: {f.reason or 'hazardous operation'}",
-                blamed_k=self._clock.k,
-                blamed_t=self._clock.t + 1,
-                minefield=f.id,
-                tool=f.tool,
-            ),
-            Fault(self._clock.k, self._clock.t + 1, call.tool, "safety", "fatal_minefield", f"hits {f.id}: {f.reason or 'hazardous operation'}"),
-        )
+        anchor = self._index.anchor_of(frontier, self._settlement.settled_order)
+        self._raise_stop(*hit.stop(call, self._clock.k, self._clock.t, anchor, frontier))
 
     def _record_trace_faults(self) -> None:
         for f in self._clock.pairing.drain():
@@ -268,6 +262,7 @@ class Evaluator:
     # -- closed-action clock -------------------------------------------------------
 
     def _on_closed(self, action: ClosedAction, *, check_stops: bool = True) -> None:
+        self._last_closed += (action,)
         t = action.t
         settlement = self._settlement
         had_ready = settlement.tracker.has_ready()
@@ -313,7 +308,9 @@ class Evaluator:
         # with the low-score streak as it stood after it.
         judged: list[tuple[StageRecord | None, int]] = []
         for m in settled_now:
-            stage = self._judge_stage(m, step)
+            stage = self._stage_judge.judge(m, step)
+            self._stages.append(stage)
+            self._emit({"type": "stage", **stage.model_dump()})
             judged.append((stage, self._counters.stage(stage.composite, self.config.theta_fail)))
         self._counters.action(settled=bool(settled_now), message=action.message.content if action.message else None,
                               calls=bool(action.calls), had_ready=had_ready, k_start=action.k_start, t=t)
@@ -358,74 +355,6 @@ class Evaluator:
                            and user_requested(o.call.arguments, partial(self._user_words.seen, upto=pre.user_upto))),
         )
 
-    # -- stage judging -------------------------------------------------------------
-
-    def _judge_stage(self, m: str, step: Step) -> StageRecord:
-        cfg = self.config
-        settlement = self._settlement
-        milestone = self._index.by_id[m]
-        anchor, t_anchor, k_anchor, window = settlement.log.window(m, step.t)
-        call = next((c for c in step.calls if c.settled == m), None)
-        upto = call.grounding_upto if call is not None else self._grounding.size
-        bindings = settlement.binding_checks(m, call, upto)
-        context = StageContext(
-            task=self.blueprint.task,
-            anchor=anchor,
-            settled=tuple(settlement.settled_order),
-            frontier=settlement.tracker.snapshot(),
-            minefields=self._index.minefield_summary,
-            tool_schemas={
-                name: spec.parameters
-                for name in {c.tool for s in window for c in s.calls}
-                if (spec := self._index.catalog.spec(name)) is not None
-            },
-            bindings=bindings,
-            produces_binding=m in self._index.producers,
-            ungrounded=call.ungrounded if call is not None else (),
-        )
-        goal = StageGoal(
-            milestone=m,
-            tool=milestone.tool,
-            role=milestone.role,
-            description=milestone.description,
-            conditions=tuple(describe(p) for p in milestone.args),
-        )
-        proximity = sum(len(c.fatal_near) for st in window if not st.anchor for c in st.calls)
-        j = self._ladder.judge(goal, window, context, step.t, proximity)
-        record = StageRecord(
-            milestone=m,
-            tool=milestone.tool,
-            role=milestone.role,
-            t=step.t,
-            k=step.k_end,
-            window=Window(
-                anchor=anchor, t_start=t_anchor, t_end=step.t, k_start=k_anchor, k_end=step.k_end,
-                steps=[st.t for st in window],
-            ),
-            tiers={d: TierUse(requested=j.requested[d], used=j.used[d]) for d in DIMENSIONS},
-            scores={d: round(j.s[d], 6) for d in DIMENSIONS},
-            uncertainty={d: round(j.u[d], 6) for d in DIMENSIONS},
-            composite=round(j.composite, 6),
-            weights_used={d: round(w, 6) for d, w in j.weights_used.items()},
-            weights={d: round(w, 6) for d, w in j.weights.items()},
-            next_tiers=dict(j.next_tiers),
-            rationale={d: j.scores[d].rationale for d in DIMENSIONS},
-            cited={d: sorted({x for x in j.scores[d].cited_steps if 1 <= x <= step.t}) for d in DIMENSIONS},
-            judges=sorted(set(j.judges)),
-            degraded=list(j.degraded),
-            bindings=[BindingRecord(name=b.name, arg=b.arg, value=b.value, from_producer=b.from_producer, seen_elsewhere=b.seen_elsewhere) for b in bindings],
-        )
-        self._stages.append(record)
-        self._emit({"type": "stage", **record.model_dump()})
-        for d in DIMENSIONS:  # a judge that scores a dimension under theta_warn blames the steps it cites
-            # (not Tier 1's efficiency: it cites every call that settled nothing, helpers included; the call
-            # rules judge those one by one as repeats, off-task calls and failures)
-            if j.s[d] < cfg.theta_warn and not (d == "efficiency" and j.used[d] == 1):
-                for x in record.cited[d] or [step.t]:
-                    if not self._faults.has_step(x):
-                        self._faults.add(Fault(settlement.log.record(x).k_start, x, None, d, "judged", j.scores[d].rationale[:400]))
-        return record
-
     # -- stopping ------------------------------------------------------------------
 
     def _check_stop_rules(self, stage: StageRecord | None, low_streak: int) -> None:
@@ -456,20 +385,7 @@ class Evaluator:
                 fault = None
                 if decision.blamed is not None:  # a stop rule blames the step its streak began at
                     fault = Fault(decision.blamed[0], decision.blamed[1], None, decision.dimension, decision.reason, decision.detail[:400])
-                self._raise_stop(self._stop_record(decision, list(frontier)), fault)
-
-    def _stop_record(self, d: StopDecision, frontier: list[str]) -> StopRecord:
-        return StopRecord(
-            reason=d.reason,
-            k=self._clock.k,
-            t=self._clock.t,
-            anchor=d.anchor,
-            dimension=d.dimension,
-            frontier=frontier,
-            detail=d.detail,
-            blamed_k=d.blamed[0] if d.blamed else None,
-            blamed_t=d.blamed[1] if d.blamed else None,
-        )
+                self._raise_stop(decision.record(self._clock.k, self._clock.t, list(frontier)), fault)
 
     def _raise_stop(self, stop: StopRecord, fault: Fault | None = None) -> None:
         if fault is not None and not self._faults.has_step(fault.t):

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dynsteer_hook.judges.steps import CallFacts
-from dynsteer_hook.report import FaultRecord, FirstError, StageRecord
+from dynsteer_hook.model.records import FaultRecord, FirstError, StageRecord
 
 _ASKING = re.compile(
     r"\?|\b(please (provide|tell|share|confirm|specify|let me know)|could you|can you|would you|do you|"

@@ -12,10 +12,10 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
-from dynsteer_hook.blueprint import Binding, Blueprint, Milestone, Minefield
-from dynsteer_hook.catalog import ToolCatalog
-from dynsteer_hook.dominators import START, DominatorTree
-from dynsteer_hook.events import ToolCall
+from dynsteer_hook.model.blueprint import Binding, Blueprint, Milestone, Minefield
+from dynsteer_hook.model.catalog import ToolCatalog
+from dynsteer_hook.model.dominators import START, DominatorTree
+from dynsteer_hook.model.events import ToolCall
 from dynsteer_hook.runtime.screening import screened_tools
 
 

@@ -15,10 +15,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dynsteer_hook.blueprint import Minefield
-from dynsteer_hook.catalog import ArgIssue
-from dynsteer_hook.events import ToolCall
-from dynsteer_hook.predicates import all_hold
+from dynsteer_hook.model.blueprint import Minefield
+from dynsteer_hook.model.catalog import ArgIssue
+from dynsteer_hook.model.events import ToolCall
+from dynsteer_hook.model.predicates import all_hold
+from dynsteer_hook.model.records import StopRecord
+from dynsteer_hook.runtime.faults import Fault
 from dynsteer_hook.runtime.grounding import TextGrounding
 from dynsteer_hook.runtime.index import BlueprintIndex
 from dynsteer_hook.runtime.screening import screening_arguments
@@ -57,6 +59,28 @@ class Hit:
 
     minefield: Minefield
     arguments: Mapping[str, Any]
+
+    def stop(self, call: ToolCall, k: int, t: int, anchor: str, frontier: list[str]) -> tuple[StopRecord, Fault]:
+        """The stop record and the fault of halting on ``call`` (raw event ``k``) before it executes, in action ``t + 1``."""
+        f = self.minefield
+        shown = json.dumps(dict(self.arguments), default=str, ensure_ascii=False)[:200]
+        how = f"call {call.tool[:80]}({shown})"
+        if call.rejected is not None:
+            how = f"call {call.tool[:80]!r} (refused before it ran, read as {', '.join(call.suspected_tools) or call.tool[:80]})({shown})"
+        stop = StopRecord(
+            reason="fatal_minefield",
+            k=k,
+            t=t,
+            anchor=anchor,
+            dimension="safety",
+            frontier=frontier,
+            detail=f"{how} hits {f.id}: {f.reason or 'hazardous operation'}",
+            blamed_k=k,
+            blamed_t=t + 1,
+            minefield=f.id,
+            tool=f.tool,
+        )
+        return stop, Fault(k, t + 1, call.tool, "safety", "fatal_minefield", f"hits {f.id}: {f.reason or 'hazardous operation'}")
 
 
 class Interceptor:

@@ -14,11 +14,11 @@ from typing import Any
 
 import structlog
 
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.judges.base import DimensionScore, Judge, JudgeRequest, StageContext, StageGoal, Verdict
 from dynsteer_hook.judges.steps import Step
 from dynsteer_hook.judges.tier1 import Tier1Judge
-from dynsteer_hook.report import JudgeUsage
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.records import JudgeUsage
 from dynsteer_hook.runtime.policy import base_level, composite, next_levels, update_weights
 
 _log = structlog.get_logger(__name__)

@@ -16,8 +16,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from dynsteer_hook.blueprint import Milestone
-from dynsteer_hook.predicates import numeric_value
+from dynsteer_hook.model.blueprint import Milestone
+from dynsteer_hook.model.predicates import numeric_value
 
 
 def _key(m: Milestone) -> tuple[str, str] | None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
 
 CHEAP, STANDARD, EXPENSIVE = 1, 2, 3
 

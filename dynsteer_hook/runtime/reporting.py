@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.judges.steps import Step
-from dynsteer_hook.report import FirstError, StageRecord, StepRecord, StopRecord, TailRecord
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.records import FirstError, StageRecord, StepRecord, StopRecord, TailRecord
 from dynsteer_hook.runtime.policy import composite
 from dynsteer_hook.runtime.windows import StepLog
 

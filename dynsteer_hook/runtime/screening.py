@@ -16,7 +16,7 @@ import unicodedata
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from dynsteer_hook.events import ToolCall
+from dynsteer_hook.model.events import ToolCall
 
 _MAX_SCREEN_CHARS = 200_000
 

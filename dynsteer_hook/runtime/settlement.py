@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from dynsteer_hook.blueprint import Milestone
-from dynsteer_hook.events import StateChange
-from dynsteer_hook.graph import FrontierTracker
 from dynsteer_hook.judges.base import BindingCheck
 from dynsteer_hook.judges.steps import CallFacts
-from dynsteer_hook.predicates import all_hold, predicate_holds, values_equal
+from dynsteer_hook.model.blueprint import Milestone
+from dynsteer_hook.model.events import StateChange
+from dynsteer_hook.model.graph import FrontierTracker
+from dynsteer_hook.model.predicates import all_hold, predicate_holds, values_equal
 from dynsteer_hook.runtime.grounding import TextGrounding
 from dynsteer_hook.runtime.index import BlueprintIndex
 from dynsteer_hook.runtime.matching import MilestoneIndex

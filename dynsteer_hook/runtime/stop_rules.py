@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from dynsteer_hook.config import EvaluatorConfig
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.records import StopRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +49,20 @@ class StopDecision:
     dimension: str
     detail: str
     blamed: tuple[int, int] | None
+
+    def record(self, k: int, t: int, frontier: list[str]) -> StopRecord:
+        """The stop record of this decision, taken after closed action ``t`` (raw event ``k``) with ``frontier`` ready."""
+        return StopRecord(
+            reason=self.reason,
+            k=k,
+            t=t,
+            anchor=self.anchor,
+            dimension=self.dimension,
+            frontier=frontier,
+            detail=self.detail,
+            blamed_k=self.blamed[0] if self.blamed else None,
+            blamed_t=self.blamed[1] if self.blamed else None,
+        )
 
 
 class StopRule(Protocol):

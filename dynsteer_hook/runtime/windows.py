@@ -22,9 +22,9 @@ import bisect
 import heapq
 from collections.abc import Collection, Mapping
 
-from dynsteer_hook.dominators import START, DominatorTree
 from dynsteer_hook.judges.steps import Step
-from dynsteer_hook.report import StepRecord
+from dynsteer_hook.model.dominators import START, DominatorTree
+from dynsteer_hook.model.records import StepRecord
 
 
 class StepLog:

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dynsteer_hook.blueprint import ToolSpec
-from dynsteer_hook.task_view import PublicMessage, TaskView
+from dynsteer_hook.model.blueprint import ToolSpec
+from dynsteer_hook.model.task_view import PublicMessage, TaskView
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 
 from tool_sandbox.common.execution_context import (

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from dynsteer_hook.errors import ScenarioError
+from dynsteer_hook.model.errors import ScenarioError
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 
 from tool_sandbox.common.scenario import Scenario

@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from dynsteer_hook.errors import DynsteerError
-from dynsteer_hook.events import AgentMessage, ToolCall
+from dynsteer_hook.files.events import read_events
+from dynsteer_hook.model.errors import DynsteerError
+from dynsteer_hook.model.events import AgentMessage, ToolCall
 from dynsteer_hook.runtime.clock import DualClock
-from dynsteer_hook.storage import read_events
 
 
 @dataclass(frozen=True, slots=True)

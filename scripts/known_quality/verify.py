@@ -24,8 +24,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 
-from dynsteer_hook.toolsandbox.reference import base_scenario_name
-from dynsteer_hook.toolsandbox.runner import RunOptions, load_scenarios, run_scenario
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, load_scenarios, run_scenario
+from dynsteer_hook.toolsandbox.quality.reference import base_scenario_name
 
 import tool_sandbox.tools.utilities as sandbox_utilities
 from tool_sandbox.common.execution_context import ScenarioCategories

@@ -10,7 +10,7 @@ import pytest
 from needs import need_module
 
 from dynsteer_hook.compile.generator.planner import ASK_OR_DECLINE
-from dynsteer_hook.predicates import ArgPredicate, predicate_holds
+from dynsteer_hook.model.predicates import ArgPredicate, predicate_holds
 
 PREDICATE = ArgPredicate(arg="content", op="regex", value=ASK_OR_DECLINE)
 

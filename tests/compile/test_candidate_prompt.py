@@ -7,7 +7,6 @@ import json
 import pytest
 from llm_graphs import VIEW, good_graph
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
 from dynsteer_hook.compile.candidate_prompt import (
     SYSTEM_PROMPT,
     VIEW_CLOSE,
@@ -17,7 +16,8 @@ from dynsteer_hook.compile.candidate_prompt import (
     candidate_schema,
     user_prompt,
 )
-from dynsteer_hook.task_view import PublicMessage, TaskView
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
+from dynsteer_hook.model.task_view import PublicMessage, TaskView
 
 
 def _view_block(prompt: str) -> str:

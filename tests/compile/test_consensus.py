@@ -9,11 +9,11 @@ import random
 import pytest
 from builders import milestone, tool
 
-from dynsteer_hook.blueprint import Binding, Blueprint, Edge, Minefield
-from dynsteer_hook.catalog import ToolCatalog
 from dynsteer_hook.compile.consensus import Candidate, build_consensus, node_id, support_threshold
-from dynsteer_hook.errors import ConsensusError
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.model.blueprint import Binding, Blueprint, Edge, Minefield
+from dynsteer_hook.model.catalog import ToolCatalog
+from dynsteer_hook.model.errors import ConsensusError
+from dynsteer_hook.model.predicates import ArgPredicate
 
 TOOLS = [tool(f"op_{n}", x="string", q="string") for n in "abcdefg"] + [tool("wipe", target="string")]
 CATALOG = ToolCatalog(TOOLS)
@@ -397,7 +397,7 @@ def test_listing_order_inside_candidates_does_not_matter(seed: int) -> None:
 
 def test_consensus_output_is_a_valid_blueprint() -> None:
     """The merged blueprint passes its own contract validation and records its provenance."""
-    from dynsteer_hook.compile.validation import validate_blueprint
+    from dynsteer_hook.model.contract import validate_blueprint
 
     bp = build_consensus(_varied(), CATALOG, task="demo", public_view_hash="abc").blueprint
     assert validate_blueprint(bp) == []

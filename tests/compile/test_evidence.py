@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 from test_generator import view
 
-from dynsteer_hook.blueprint import Blueprint, Milestone, MilestoneEvidence, ToolSpec, explain_blueprint
 from dynsteer_hook.cli import main as cli_main
 from dynsteer_hook.compile.compiler import compile_blueprint, compile_generator_only
 from dynsteer_hook.compile.consensus import Candidate
-from dynsteer_hook.storage import save_blueprint
+from dynsteer_hook.files.blueprints import save_blueprint
+from dynsteer_hook.model.blueprint import Blueprint, Milestone, MilestoneEvidence, ToolSpec, explain_blueprint
 
 
 def kinds(m: Milestone) -> dict[str, list[str]]:

@@ -9,15 +9,15 @@ from typing import Any
 import networkx as nx
 import pytest
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, ToolSpec
-from dynsteer_hook.catalog import ToolCatalog
 from dynsteer_hook.compile.compiler import compile_blueprint, compile_consensus, compile_generator_only
 from dynsteer_hook.compile.consensus import Candidate, build_consensus
 from dynsteer_hook.compile.generator.candidates import FOCUS_CODES, GENERATOR, MODEL, generate_candidates
 from dynsteer_hook.compile.generator.planner import ASK_OR_DECLINE, plan_task
-from dynsteer_hook.compile.validation import validate_blueprint
-from dynsteer_hook.graph import milestone_graph
-from dynsteer_hook.task_view import PublicMessage, TaskView
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint, ToolSpec
+from dynsteer_hook.model.catalog import ToolCatalog
+from dynsteer_hook.model.contract import validate_blueprint
+from dynsteer_hook.model.graph import milestone_graph
+from dynsteer_hook.model.task_view import PublicMessage, TaskView
 
 DATABASES = {
     "SETTING": {"device_id": "String", "cellular": "Boolean", "wifi": "Boolean", "location_service": "Boolean",

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from builders import FAMILIES, Family, blueprint, milestone, tool
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Minefield, parse_blueprint
-from dynsteer_hook.catalog import ToolCatalog
-from dynsteer_hook.compile.validation import ContractViolation, validate_blueprint
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Binding, Blueprint, Minefield, parse_blueprint
+from dynsteer_hook.model.catalog import ToolCatalog
+from dynsteer_hook.model.contract import ContractViolation, validate_blueprint
+from dynsteer_hook.model.predicates import ArgPredicate
 
 
 def _rules(bp: Blueprint, catalog: ToolCatalog | None = None) -> list[tuple[str | None, str]]:

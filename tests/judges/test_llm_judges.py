@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 from builders import act, family, run, stages
 
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.errors import LLMUnavailableError
-from dynsteer_hook.events import ToolCall, ToolResult, UserMessage
 from dynsteer_hook.judges.base import JudgeRequest, StageContext, StageGoal
 from dynsteer_hook.judges.llm_judges import ExpertJudge, StandardJudge
 from dynsteer_hook.judges.steps import CallFacts, Step
 from dynsteer_hook.judges.templates import DATA_CLOSE, DATA_OPEN, evidence_block, standard_messages
-from dynsteer_hook.llm import LLMClient
+from dynsteer_hook.llm.client import LLMClient
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.errors import LLMUnavailableError
+from dynsteer_hook.model.events import ToolCall, ToolResult, UserMessage
 
 
 @dataclass

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from dynsteer_hook.catalog import ArgIssue
-from dynsteer_hook.events import StateChange
 from dynsteer_hook.judges.steps import CallFacts, Step, is_structural_exception
+from dynsteer_hook.model.catalog import ArgIssue
+from dynsteer_hook.model.events import StateChange
 
 
 @pytest.mark.parametrize(

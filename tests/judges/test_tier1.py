@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 from builders import UserMessage, act, family, run
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
-from dynsteer_hook.catalog import ArgIssue
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
-from dynsteer_hook.events import StateChange
 from dynsteer_hook.judges.base import BindingCheck, DimensionScore, JudgeRequest, StageContext, StageGoal, Verdict
 from dynsteer_hook.judges.steps import CallFacts, Step
 from dynsteer_hook.judges.tier1 import Tier1Judge
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
+from dynsteer_hook.model.catalog import ArgIssue
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.events import StateChange
 
 JUDGE = Tier1Judge()  # step 0.2, retry 0.1, proximity 0.3, warning 0.5, side effect 0.2
 

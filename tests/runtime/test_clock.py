@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from builders import call, result
 
-from dynsteer_hook.events import AgentMessage, Event, StateChange, SystemMessage, UserMessage
+from dynsteer_hook.model.events import AgentMessage, Event, StateChange, SystemMessage, UserMessage
 from dynsteer_hook.runtime.clock import ClosedAction, DualClock
 
 

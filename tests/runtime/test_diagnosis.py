@@ -10,10 +10,11 @@ from builders import AgentMessage, UserMessage, act, blueprint, call, family, mi
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.events import StateChange
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
-from dynsteer_hook.report import Report, render_markdown
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.events import StateChange
+from dynsteer_hook.model.records import Report
+from dynsteer_hook.report.markdown import render_markdown
 from dynsteer_hook.runtime.faults import asks_user
 
 CHAIN = family("chain").blueprint()

@@ -25,14 +25,14 @@ from builders import (
     tool,
 )
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Binding, Minefield, StatePredicate
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
-from dynsteer_hook.errors import BlueprintError, Halt
-from dynsteer_hook.events import StateChange, ToolCall
-from dynsteer_hook.graph import START
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
-from dynsteer_hook.predicates import ArgPredicate
-from dynsteer_hook.report import ListSink
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Binding, Minefield, StatePredicate
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.dominators import START
+from dynsteer_hook.model.errors import BlueprintError, Halt
+from dynsteer_hook.model.events import StateChange, ToolCall
+from dynsteer_hook.model.predicates import ArgPredicate
+from dynsteer_hook.model.records import ListSink
 from dynsteer_hook.runtime.evaluator import Evaluator
 
 CHAIN = family("chain").blueprint()

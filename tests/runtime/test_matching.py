@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from dynsteer_hook.blueprint import Milestone
-from dynsteer_hook.predicates import ArgPredicate, all_hold
+from dynsteer_hook.model.blueprint import Milestone
+from dynsteer_hook.model.predicates import ArgPredicate, all_hold
 from dynsteer_hook.runtime.matching import MilestoneIndex
 
 TEXTS = ["Alice", " alice ", "ALICE", "Bob", "5", "5.0", "05", "nan", "inf", "", "x y", "ß", "ss"]

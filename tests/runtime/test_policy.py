@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.runtime.policy import CHEAP, EXPENSIVE, STANDARD, base_level, composite, next_levels, update_weights
 
 C, E, S, K = DIMENSIONS  # correctness, efficiency, safety, tool_compliance

@@ -9,10 +9,10 @@ import json
 import pytest
 from builders import blueprint
 
-from dynsteer_hook.blueprint import Minefield
-from dynsteer_hook.errors import Halt
-from dynsteer_hook.events import ToolCall, ToolResult, event_to_record, parse_event_line
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.model.blueprint import Minefield
+from dynsteer_hook.model.errors import Halt
+from dynsteer_hook.model.events import ToolCall, ToolResult, event_to_record, parse_event_line
+from dynsteer_hook.model.predicates import ArgPredicate
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.runtime.screening import FoldedArguments, screened_tools, screening_arguments
 

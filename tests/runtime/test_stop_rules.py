@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from builders import DELETE_ALL, AgentMessage, UserMessage, act, blueprint, family, run, tool
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Milestone
-from dynsteer_hook.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Milestone
+from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
+from dynsteer_hook.model.predicates import ArgPredicate
 from dynsteer_hook.runtime.stop_rules import (
     DEFAULT_STOP_RULES,
     StopContext,

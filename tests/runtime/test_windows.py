@@ -16,14 +16,15 @@ import random
 import networkx as nx
 import pytest
 from builders import FAMILIES, blueprint, milestone, run
+from dominator_oracle import dominator_map
 
-from dynsteer_hook.blueprint import Blueprint
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.dominators import START, DominatorTree
-from dynsteer_hook.events import AgentMessage, Event, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.graph import dominator_map, milestone_graph
 from dynsteer_hook.judges.steps import Step
-from dynsteer_hook.report import Report, StepRecord
+from dynsteer_hook.model.blueprint import Blueprint
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.dominators import START, DominatorTree
+from dynsteer_hook.model.events import AgentMessage, Event, ToolCall, ToolResult, UserMessage
+from dynsteer_hook.model.graph import milestone_graph
+from dynsteer_hook.model.records import Report, StepRecord
 from dynsteer_hook.runtime.windows import StepLog
 
 PATIENT = EvaluatorConfig(n_stag=10**6, low_score_patience=10**6, structural_patience=10**6, repeated_failure_patience=10**6)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from dynsteer_hook.toolsandbox.runner import load_scenarios
+from dynsteer_hook.toolsandbox.live.runner import load_scenarios
 
 import tool_sandbox.scenarios  # noqa: F401 - fail loudly, never skip, when ToolSandbox is missing
 

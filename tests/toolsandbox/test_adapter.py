@@ -7,8 +7,8 @@ import json
 import polars as pl
 import pytest
 
-from dynsteer_hook.events import AgentMessage, SystemMessage, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.toolsandbox.adapter import RowMapper, _table_change, parse_call_code
+from dynsteer_hook.model.events import AgentMessage, SystemMessage, ToolCall, ToolResult, UserMessage
+from dynsteer_hook.toolsandbox.live.adapter import RowMapper, _table_change, parse_call_code
 
 pytestmark = pytest.mark.toolsandbox
 

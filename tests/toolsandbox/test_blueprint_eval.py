@@ -11,10 +11,10 @@ import networkx as nx
 import pytest
 from ts_support import A, B, D, E
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Edge, Milestone, Minefield
 from dynsteer_hook.cli import main as cli_main
-from dynsteer_hook.toolsandbox import runner
-from dynsteer_hook.toolsandbox.blueprint_eval import (
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Edge, Milestone, Minefield
+from dynsteer_hook.toolsandbox.live import runner
+from dynsteer_hook.toolsandbox.quality.blueprint_eval import (
     ALL,
     Tally,
     evaluate_scenarios,
@@ -25,7 +25,7 @@ from dynsteer_hook.toolsandbox.blueprint_eval import (
     summarize_by_category,
     summarize_by_split,
 )
-from dynsteer_hook.toolsandbox.reference import ReferenceGraph, reference_graphs
+from dynsteer_hook.toolsandbox.quality.reference import ReferenceGraph, reference_graphs
 
 pytestmark = pytest.mark.toolsandbox
 
@@ -173,7 +173,7 @@ def test_cli_rejects_unknown_scenario_names(scenarios: dict[str, Any], monkeypat
 
 def test_stored_blueprints_of_another_public_view_are_flagged_stale(refs: dict[str, ReferenceGraph], scenarios: dict[str, Any]) -> None:
     """A blueprint whose recorded public-view hash differs from the scenario's view is scored but marked stale."""
-    from dynsteer_hook.blueprint import Provenance
+    from dynsteer_hook.model.blueprint import Provenance
 
     bp = as_blueprint(refs[A]).model_copy(update={"provenance": Provenance(public_view_hash="0" * 64)})
     assert score_scenario(bp, refs[A], view_hash="1" * 64).stale

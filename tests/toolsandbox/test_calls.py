@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from ts_support import BLUEPRINTS, D
 
-from dynsteer_hook.toolsandbox import playing
 from dynsteer_hook.toolsandbox.calls import decode_arguments, gate, inspect_code, render_call, safe_call_id
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario
+from dynsteer_hook.toolsandbox.live import playing
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenario
 
 from tool_sandbox.common.execution_context import RoleType, get_current_context
 from tool_sandbox.common.message_conversion import Message, openai_tool_call_to_python_code

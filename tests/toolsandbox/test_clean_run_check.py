@@ -10,9 +10,9 @@ from pathlib import Path
 import clean_run_check as crc
 import pytest
 
-from dynsteer_hook.blueprint import Edge, Milestone
-from dynsteer_hook.storage import load_blueprint, save_blueprint
-from dynsteer_hook.toolsandbox.preflight import default_blueprint_dir
+from dynsteer_hook.files.blueprints import load_blueprint, save_blueprint
+from dynsteer_hook.model.blueprint import Edge, Milestone
+from dynsteer_hook.toolsandbox.live.preflight import default_blueprint_dir
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -11,7 +11,7 @@ import pytest
 from ts_support import SCRIPTS, script_names
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
 
 pytestmark = [pytest.mark.toolsandbox, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ from llm_graphs import VIEW
 from ts_support import A
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.storage import load_blueprint
+from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 pytestmark = pytest.mark.toolsandbox

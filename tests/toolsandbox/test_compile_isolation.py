@@ -11,7 +11,7 @@ from ts_support import B, C, D, E
 
 from dynsteer_hook.compile.compiler import compile_generator_only
 from dynsteer_hook.compile.generator.candidates import generate_candidates
-from dynsteer_hook.toolsandbox.reference import reference_graph
+from dynsteer_hook.toolsandbox.quality.reference import reference_graph
 from dynsteer_hook.toolsandbox.scenario_view import public_view
 
 from tool_sandbox.common.evaluation import Milestone, Minefield, SnapshotConstraint, snapshot_similarity

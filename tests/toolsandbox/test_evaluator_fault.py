@@ -17,7 +17,7 @@ import pytest
 from ts_support import BLUEPRINTS, SCRIPTS, A, B
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.events import event_to_record
+from dynsteer_hook.model.events import event_to_record
 from dynsteer_hook.runtime.evaluator import Evaluator
 
 pytestmark = pytest.mark.toolsandbox

@@ -27,8 +27,8 @@ from test_hostile_files import snapshot
 from ts_support import BLUEPRINTS, SCRIPTS, A, B, C
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.toolsandbox.roles import LITELLM
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario, run_scenarios
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenario, run_scenarios
+from dynsteer_hook.toolsandbox.roles.named import LITELLM
 
 pytestmark = pytest.mark.toolsandbox
 
@@ -328,7 +328,7 @@ def test_each_demo_gets_its_own_folder(scenarios: dict[str, Any], tmp_path: Path
 
 def test_run_scenarios_checks_blueprints_when_called_directly(scenarios: dict[str, Any], tmp_path: Path) -> None:
     """The library entry point refuses a foreign blueprint before playing too (not only the command line)."""
-    from dynsteer_hook.errors import ScenarioError
+    from dynsteer_hook.model.errors import ScenarioError
 
     bps = tmp_path / "bps"
     bps.mkdir()

@@ -22,8 +22,8 @@ import pytest
 from fake_llm import FakeLLMServer, Reply
 from ts_support import BLUEPRINTS, D
 
-from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenario
+from dynsteer_hook.toolsandbox.roles.named import AGENT_MODEL, LITELLM
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -14,11 +14,11 @@ import pytest
 from needs import need_module, unavailable
 from ts_support import BLUEPRINTS, SCRIPTS, script_names
 
-from dynsteer_hook.report import Report
-from dynsteer_hook.report_html import render_run
-from dynsteer_hook.storage import load_blueprint
-from dynsteer_hook.toolsandbox.replay import ReplayOptions, replay_runs
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
+from dynsteer_hook.files.blueprints import load_blueprint
+from dynsteer_hook.model.records import Report
+from dynsteer_hook.report.html import render_run
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
+from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions, replay_runs
 
 pytestmark = pytest.mark.toolsandbox
 

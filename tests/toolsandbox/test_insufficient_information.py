@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 from ts_support import SCRIPTS, D
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
-from dynsteer_hook.errors import BlueprintError
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
+from dynsteer_hook.model.errors import BlueprintError
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from dynsteer_hook.toolsandbox.interrupts import InterruptControl, installed
+from dynsteer_hook.toolsandbox.live.interrupts import InterruptControl, installed
 
 
 def test_ctrl_c_outside_a_rollout_is_only_noted() -> None:

@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 from ts_support import SCRIPTS, B
 
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.events import parse_event_line
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.events import parse_event_line
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -14,7 +14,7 @@ from rules_judge import RulesJudgeServer
 from ts_support import SCRIPTS, A, script_names
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
 
 pytestmark = [pytest.mark.toolsandbox, pytest.mark.slow]
 

@@ -23,9 +23,9 @@ from known_quality.world import World, agent_catalog
 from ts_support import FAULT_SAMPLE
 
 import dynsteer_hook
-from dynsteer_hook.storage import read_events
-from dynsteer_hook.toolsandbox.runner import RunOptions
-from dynsteer_hook.toolsandbox.scripted import load_script
+from dynsteer_hook.files.events import read_events
+from dynsteer_hook.toolsandbox.live.runner import RunOptions
+from dynsteer_hook.toolsandbox.roles.scripted import load_script
 
 pytestmark = pytest.mark.toolsandbox
 

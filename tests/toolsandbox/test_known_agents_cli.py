@@ -10,7 +10,7 @@ from pathlib import Path
 import known_agents as ka
 import pytest
 
-from dynsteer_hook.toolsandbox.scripted import load_script
+from dynsteer_hook.toolsandbox.roles.scripted import load_script
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import known_agents as ka
 import pytest
 
-from dynsteer_hook.errors import DynsteerError, EventFileError
+from dynsteer_hook.model.errors import DynsteerError, EventFileError
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -14,8 +14,8 @@ import pytest
 from ts_support import BLUEPRINTS, SCRIPTS, A, B, C, D, E, script_names
 
 from dynsteer_hook.cli import main as cli_main
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
 
 pytestmark = pytest.mark.toolsandbox
 

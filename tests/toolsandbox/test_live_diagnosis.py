@@ -17,7 +17,7 @@ import known_agents as ka
 import pytest
 from ts_support import FAULT_SAMPLE
 
-from dynsteer_hook.toolsandbox.runner import RunOptions
+from dynsteer_hook.toolsandbox.live.runner import RunOptions
 
 pytestmark = pytest.mark.toolsandbox
 

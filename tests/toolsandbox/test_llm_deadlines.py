@@ -12,8 +12,8 @@ from fake_llm import FakeLLMServer, Reply
 from ts_support import A
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.storage import load_blueprint
-from dynsteer_hook.toolsandbox.roles import LITELLM
+from dynsteer_hook.files.blueprints import load_blueprint
+from dynsteer_hook.toolsandbox.roles.named import LITELLM
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -15,8 +15,8 @@ from fake_llm import FakeLLMServer, Reply, call
 from ts_support import SCRIPTS, A, B, C, D, E
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM, USER_MODEL
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario, run_scenarios
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenario, run_scenarios
+from dynsteer_hook.toolsandbox.roles.named import AGENT_MODEL, LITELLM, USER_MODEL
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -15,8 +15,8 @@ from fake_llm import FakeLLMServer, Reply, call
 from ts_support import A
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.toolsandbox.roles import AGENT_MODEL, LITELLM
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenario
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenario
+from dynsteer_hook.toolsandbox.roles.named import AGENT_MODEL, LITELLM
 
 pytestmark = pytest.mark.toolsandbox
 

@@ -23,7 +23,7 @@ from needs import need_module, unavailable
 from ts_support import A
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.storage import load_blueprint
+from dynsteer_hook.files.blueprints import load_blueprint
 
 pytestmark = [pytest.mark.toolsandbox, pytest.mark.slow]
 

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 from ts_support import A, B, D, E
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
-from dynsteer_hook.toolsandbox.reference import (
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
+from dynsteer_hook.toolsandbox.quality.reference import (
     ReferenceGraph,
     base_scenario_name,
     necessary_tools,

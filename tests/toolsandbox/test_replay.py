@@ -13,10 +13,10 @@ from needs import need_module
 from ts_support import BLUEPRINTS, SCRIPTS, B, D, script_names
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.config import EvaluatorConfig
-from dynsteer_hook.toolsandbox.recording import BatchCost
-from dynsteer_hook.toolsandbox.replay import ReplayOptions, replay_runs, virtual_stop
-from dynsteer_hook.toolsandbox.runner import RunOptions, run_scenarios
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
+from dynsteer_hook.toolsandbox.offline.recording import BatchCost
+from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions, replay_runs, virtual_stop
 
 pytestmark = pytest.mark.toolsandbox
 

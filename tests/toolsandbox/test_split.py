@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from dynsteer_hook.toolsandbox.split import SPLITS, VARIANT_SUFFIXES, base_scenario_name, in_split, split_of
+from dynsteer_hook.toolsandbox.quality.split import SPLITS, VARIANT_SUFFIXES, base_scenario_name, in_split, split_of
 
 
 @pytest.mark.parametrize("suffix", ["", *VARIANT_SUFFIXES])
@@ -25,7 +25,7 @@ def test_the_side_is_fixed_by_the_hash_of_the_base_name() -> None:
 
 
 def test_about_thirty_percent_of_the_bases_are_held_out(scenarios: dict[str, Any]) -> None:
-    from dynsteer_hook.toolsandbox.runner import load_scenarios
+    from dynsteer_hook.toolsandbox.live.runner import load_scenarios
 
     names = list(load_scenarios(None, "DEFAULT"))
     bases = {base_scenario_name(n) for n in names}

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from dynsteer_hook.toolsandbox.live.summaries import category_summary, result_summary, scenario_counts
 from dynsteer_hook.toolsandbox.scenarios import load_scenarios
-from dynsteer_hook.toolsandbox.summaries import category_summary, result_summary, scenario_counts
 
 from tool_sandbox.common.execution_context import new_context
 

@@ -24,11 +24,11 @@ from dataclasses import dataclass
 
 import networkx as nx
 
-from dynsteer_hook.blueprint import Binding, Blueprint, Edge, Milestone, MilestoneEvidence, Minefield
 from dynsteer_hook.compile.consensus import Candidate
 from dynsteer_hook.compile.generator.necessity_plan import Plan, PlanOp
 from dynsteer_hook.compile.generator.planner import plan_task
-from dynsteer_hook.task_view import TaskView
+from dynsteer_hook.model.blueprint import Binding, Blueprint, Edge, Milestone, MilestoneEvidence, Minefield
+from dynsteer_hook.model.task_view import TaskView
 
 GENERATOR = "dynsteer-rules@3"
 """Generator name recorded in blueprint provenance; bump the version when the rules change, so

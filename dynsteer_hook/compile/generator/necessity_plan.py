@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from dynsteer_hook.compile.generator.instruction import Intent, Reading
 from dynsteer_hook.compile.generator.tool_semantics import ArgInfo, ToolProfile
-from dynsteer_hook.predicates import ArgPredicate
+from dynsteer_hook.model.predicates import ArgPredicate
 
 NEEDED = 0.85
 """Evidence of an operation the data flow forces."""

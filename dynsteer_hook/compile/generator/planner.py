@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import re
 
-from dynsteer_hook.blueprint import AGENT_MESSAGE_TOOL
 from dynsteer_hook.compile.generator.goals import offered_update, plan_intent
 from dynsteer_hook.compile.generator.instruction import read_instruction
 from dynsteer_hook.compile.generator.necessity_plan import NEEDED, STOPWORDS, Plan, PlanBuilder, PlanMine
 from dynsteer_hook.compile.generator.prerequisites import add_prerequisites
 from dynsteer_hook.compile.generator.tool_semantics import profile_tools, words
-from dynsteer_hook.predicates import ArgPredicate
-from dynsteer_hook.task_view import TaskView
+from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
+from dynsteer_hook.model.predicates import ArgPredicate
+from dynsteer_hook.model.task_view import TaskView
 
 _QUESTION = re.compile(r"\?\s*$|^\s*(what|who|which|when|where|how|is|are|do|does|find)\b", re.IGNORECASE)
 

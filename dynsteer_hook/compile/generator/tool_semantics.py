@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from dynsteer_hook.blueprint import ToolSpec
+from dynsteer_hook.model.blueprint import ToolSpec
 
 _VERBS: dict[str, str] = {}
 for _verb_action, _verb_words in {

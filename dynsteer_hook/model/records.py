@@ -1,0 +1,270 @@
+"""Audit records: stages, the stop, first-error localisation, and the final report.
+
+Pydantic models, because reports are files other tools read. Rendering them is the job of
+``dynsteer_hook.report``, which also writes them to disk; an ``AuditSink`` receives each record
+as it happens.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.dataclasses import dataclass
+
+StopReason = Literal["fatal_minefield", "structural_failure", "repeated_failure", "low_score", "frontier_stagnation"]
+Outcome = Literal["completed", "halted", "incomplete", "crashed", "interrupted"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Window(_Model):
+    """The dominator-bounded evidence window W(m*) = [t_idom(m*), t] on both clocks."""
+
+    anchor: str = Field(description="idom(m*): the milestone (or <s0>) that bounds the window.")
+    t_start: int
+    t_end: int
+    k_start: int
+    k_end: int
+    steps: list[int] = Field(description="Closed actions (t) given to the judges; parallel-branch actions excluded.")
+
+
+class TierUse(_Model):
+    """The tier the ladder asked for and the tier that judged."""
+
+    requested: int
+    used: int
+
+
+class BindingRecord(_Model):
+    name: str
+    arg: str
+    value: Any
+    from_producer: bool
+    seen_elsewhere: bool
+
+
+class StageRecord(_Model):
+    """One judged stage."""
+
+    milestone: str
+    tool: str
+    role: str
+    t: int
+    k: int
+    window: Window
+    tiers: dict[str, TierUse]
+    scores: dict[str, float]
+    uncertainty: dict[str, float]
+    composite: float
+    weights_used: dict[str, float]
+    weights: dict[str, float] = Field(description="Weights after the eq. 7 update.")
+    next_tiers: dict[str, int]
+    rationale: dict[str, str]
+    cited: dict[str, list[int]]
+    judges: list[str]
+    degraded: list[str] = Field(default_factory=list)
+    bindings: list[BindingRecord] = Field(default_factory=list)
+
+
+class StopRecord(_Model):
+    """Why and where the run was stopped."""
+
+    reason: str = Field(description="fatal_minefield, structural_failure, repeated_failure, low_score, frontier_stagnation, "
+                        "or a custom rule's reason.")
+    k: int
+    t: int
+    anchor: str
+    dimension: str
+    frontier: list[str]
+    detail: str
+    blamed_k: int | None = None
+    blamed_t: int | None = None
+    minefield: str | None = None
+    tool: str | None = None
+
+
+class FirstError(_Model):
+    """A blamed step on both clocks: the run's first faulty step, or the first step of the stage that failed."""
+
+    k: int
+    t: int
+    stage: str | None
+    dimension: str
+    detail: str
+    cause: str | None = Field(default=None, description="The rule or judge that blamed the step (see FaultRecord.cause).")
+    recovered: bool | None = Field(default=None, description="Whether the run settled a milestone after the fault.")
+
+
+FaultCause = Literal[
+    "malformed", "tool_error", "repeat", "off_task", "invented_value", "warning_minefield", "fatal_minefield", "judged",
+    "structural_failure", "repeated_failure", "low_score", "frontier_stagnation",
+]
+
+
+class FaultRecord(_Model):
+    """One faulty step: a call (or an action) that a rule, a judge or a stop rule blamed, recovered from or not."""
+
+    k: int = Field(description="Raw event of the faulty call (the action's first event when a judge blamed a whole step).")
+    t: int = Field(description="Closed action holding it.")
+    tool: str | None = Field(default=None, description="The call's tool; None when the whole action was blamed.")
+    dimension: str = Field(description="The stage dimension the fault costs.")
+    cause: str = Field(description="malformed (schema or payload error), tool_error (the call raised or got no result), "
+                       "repeat (the same call again with the world unchanged), off_task (a successful reading of a tool "
+                       "no milestone uses, settling nothing, whose result nothing later used), invented_value, warning_minefield, fatal_minefield, judged "
+                       "(a stage judge scored a dimension under theta_warn citing the step), or the reason of the stop "
+                       "rule that blamed it.")
+    stage: str | None = Field(default=None, description="The milestone whose stage holds the step (settled by it or "
+                              "judged with it in its window); None outside every window (the run's tail).")
+    recovered: bool = Field(description="Whether the run settled a milestone after the fault (or in the same action).")
+    detail: str
+
+
+class TailRecord(_Model):
+    """The closed actions no stage window held, judged once the run is over, so that redundancy is never free."""
+
+    steps: list[int] = Field(description="Closed actions (t) outside every stage window that made tool calls.")
+    calls: int
+    scores: dict[str, float]
+    composite: float
+    penalty: float = Field(description="Subtracted from the run score: (1 - composite) / number of milestones.")
+    rationale: str
+
+
+@dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))
+class StepRecord:
+    """One closed action, summarised.
+
+    A pydantic dataclass with slots, not a model: a report keeps one per closed action,
+    and a model instance takes about three times the memory.
+    """
+
+    t: int
+    k_start: int
+    k_end: int
+    kind: str
+    tools: list[str]
+    failed: int
+    structural: int
+    settled: list[str]
+    out_of_order: list[str]
+    message: str | None = None
+    ungrounded: list[str] = Field(default_factory=list, description="Identifier-like argument values (arg=value) never shown to the agent.")
+
+
+class TraceFaultRecord(_Model):
+    """A tool call and result that did not pair up (the evaluation went on; see ``pairing``)."""
+
+    kind: str = Field(description="orphan_result, late_result, result_before_call, duplicate_call_id or unanswered_call.")
+    k: int = Field(description="Raw event of the offending record (the call, for an unanswered call).")
+    call_id: str
+    tool: str | None = None
+    detail: str
+
+
+class JudgeUsage(_Model):
+    calls_by_tier: dict[str, int] = Field(description="judge invocations per tier (one per stage and tier used)")
+    dimensions_by_tier: dict[str, int]
+    llm_requests_by_tier: dict[str, int] = Field(default_factory=dict, description="model requests per LLM tier (Tier 2 samples, "
+                                                 "Tier 3 dimensions x passes); answers read from the judge cache count as requests")
+    degraded: int
+    tokens: int
+    cost_usd: float
+
+
+class IncompleteLog(_Model):
+    """A log file that stopped being written before the run ended (a full disk, a file-size limit)."""
+
+    file: str
+    from_record: int = Field(description="0-based index of the first record missing; the records before it are whole.")
+    reason: str
+
+
+class Report(_Model):
+    """The audit report of one evaluated run.
+
+    What grows with the run: ``steps`` holds one small record per closed action (a few
+    hundred bytes in memory and in the JSON file); ``stages`` one record per settled milestone,
+    whose ``window.steps`` lists the closed actions the judges saw, so a stage whose window
+    spans a long stretch of the run lists all of it. Everything else is bounded by the
+    blueprint.
+    """
+
+    format: Literal["dynsteer-report"] = "dynsteer-report"
+    version: Literal[1] = 1
+    task: str
+    outcome: Outcome = Field(
+        description="completed or incomplete (milestones), halted (a stop rule fired), crashed (the rollout raised), "
+        "interrupted (stopped by Ctrl-C)."
+    )
+    crash: str | None = Field(default=None, description="Why the rollout crashed (outcome crashed).")
+    halted: bool
+    stop: StopRecord | None
+    score: float = Field(description="Mean stage score over all milestones (unsettled = 0; fatal minefield = 0), less the "
+                         "tail's penalty.")
+    stages: list[StageRecord]
+    first_error: FirstError | None = Field(description="The earliest faulty step on both clocks (k, t), whether or not its "
+                                           "stage passed; the first of ``faults``.")
+    stage_error: FirstError | None = Field(default=None, description="The first blamed step of the first stage that "
+                                           "failed, or of the stop when no stage failed.")
+    faults: list[FaultRecord] = Field(default_factory=list, description="Faulty steps in order of k (the first 200).")
+    fault_count: int = Field(default=0, description="How many faulty calls and steps the run had in all.")
+    tail: TailRecord | None = Field(default=None, description="The judgement of the actions outside every stage window.")
+    settled: list[str]
+    unsettled: list[str]
+    frontier: list[str]
+    k: int
+    t: int
+    steps: list[StepRecord]
+    pending_calls: list[str] = Field(default_factory=list, description="Agent calls left without a result.")
+    trace_faults: list[TraceFaultRecord] = Field(default_factory=list, description="Calls and results that did not pair up (the first 100).")
+    trace_fault_count: int = Field(default=0, description="How many pairing faults the trace had in all.")
+    judge_usage: JudgeUsage
+    judges: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="How each judge tier the ladder could use was made, by tier: the judge, its model, the endpoint "
+        "without secrets, samples or passes, temperature (never an API key).",
+    )
+    blueprint: dict[str, Any]
+    config: dict[str, Any]
+    blueprint_stale: bool = Field(
+        default=False, description="The blueprint was compiled from another version of the task's public view (allowed explicitly)."
+    )
+    incomplete_logs: list[IncompleteLog] = Field(default_factory=list, description="Log files that miss records, and from which record.")
+
+
+def conclude(report: Report, *, crash: str | None = None, interrupted: bool = False) -> Report:
+    """The report with how the rollout ended: interrupted beats crashed beats the evaluator's own outcome.
+
+    A crashed run scores 0, so that its score never reads as a success.
+    """
+    if interrupted:
+        return report.model_copy(update={"outcome": "interrupted", "crash": crash})
+    if crash is not None:
+        return report.model_copy(update={"outcome": "crashed", "crash": crash, "score": 0.0})
+    return report
+
+
+def with_files(report: Report, *, stale: bool = False, incomplete_logs: tuple[IncompleteLog, ...] = ()) -> Report:
+    """The report with what is known about its inputs and files once the run has ended."""
+    return report.model_copy(update={"blueprint_stale": stale, "incomplete_logs": list(incomplete_logs)})
+
+
+class AuditSink(Protocol):
+    """Receives audit records as they happen (one JSON-able mapping each)."""
+
+    def write(self, record: dict[str, Any]) -> None:
+        """Record one entry."""
+        ...
+
+
+class ListSink:
+    """An in-memory sink (tests, embedding)."""
+
+    def __init__(self) -> None:
+        self.records: list[dict[str, Any]] = []
+
+    def write(self, record: dict[str, Any]) -> None:
+        self.records.append(record)

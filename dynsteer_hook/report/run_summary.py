@@ -1,0 +1,172 @@
+"""What a run tells about its scenarios, as dynsteer sees them: the block each scenario adds to its entry
+of ``result_summary.json`` (``DynsteerBlock``), and ``dynsteer_summary.json`` over the run.
+
+A result carrying ``interrupted`` (Ctrl-C) is listed under ``interrupted`` (in flight: its
+report is marked interrupted; not started: nothing was written for it). Pure: values in,
+values out; the live runner writes the files.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from dynsteer_hook.model.records import IncompleteLog, Report
+
+Stopping = Literal["in_flight", "not_started"]
+IN_FLIGHT: Literal["in_flight"] = "in_flight"
+NOT_STARTED: Literal["not_started"] = "not_started"
+
+
+class StopBrief(BaseModel):
+    """Where and why the evaluator stopped the rollout (the report has the full stop record)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    reason: str
+    k: int
+    t: int
+    anchor: str
+    dimension: str
+
+
+class DynsteerBlock(BaseModel):
+    """The ``dynsteer`` entry of one scenario's result in ``result_summary.json``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    outcome: str
+    crash: str | None
+    halted: bool
+    stop: StopBrief | None
+    score: float
+    settled: list[str]
+    unsettled: list[str]
+    first_error: dict[str, int] | None
+    stage_dimensions_by_tier: dict[str, int]
+    stages: int
+    k: int
+    t: int
+    rows_seen: int
+    max_messages: int
+    scripted_steps_not_played: int | None
+    rollout_seconds: float
+    evaluator_seconds: float
+    blueprint: str | None
+    blueprint_stale: bool
+    incomplete_logs: list[IncompleteLog]
+    report_written: bool
+    report_error: str | None
+    judge_cache: dict[str, Any] | None = None  # what the judge cache did (set only when one was used)
+
+    @classmethod
+    def of(cls, report: Report, *, rows_seen: int, max_messages: int, steps_not_played: int | None, seconds: float,
+           evaluator_seconds: float, report_error: str | None) -> DynsteerBlock:
+        """The block of a finished report and what the rollout measured around it."""
+        tiers: dict[str, int] = {}
+        for st in report.stages:
+            for use in st.tiers.values():
+                tiers[str(use.used)] = tiers.get(str(use.used), 0) + 1
+        stop = report.stop
+        return cls(
+            outcome=report.outcome,
+            crash=report.crash,
+            halted=report.halted,
+            stop=None if stop is None else StopBrief(reason=stop.reason, k=stop.k, t=stop.t, anchor=stop.anchor, dimension=stop.dimension),
+            score=report.score,
+            settled=report.settled,
+            unsettled=report.unsettled,
+            first_error=None if report.first_error is None else {"k": report.first_error.k, "t": report.first_error.t},
+            stage_dimensions_by_tier=dict(sorted(tiers.items())),
+            stages=len(report.stages),
+            k=report.k,
+            t=report.t,
+            rows_seen=rows_seen,
+            max_messages=max_messages,
+            scripted_steps_not_played=steps_not_played,
+            rollout_seconds=round(seconds, 4),
+            evaluator_seconds=round(evaluator_seconds, 4),
+            blueprint=report.blueprint.get("sha256_16"),
+            blueprint_stale=report.blueprint_stale,
+            incomplete_logs=list(report.incomplete_logs),
+            report_written=report_error is None,
+            report_error=report_error,
+        )
+
+
+    @classmethod
+    def failed(cls, crash: str, *, stale: bool, rows_seen: int, max_messages: int, seconds: float,
+               evaluator_seconds: float) -> DynsteerBlock:
+        """The block of a scenario whose evaluator could not be built or could not finish its report: no report,
+        outcome ``crashed`` with the evaluator's error as the reason."""
+        return cls(
+            outcome="crashed", crash=crash, halted=False, stop=None, score=0.0, settled=[], unsettled=[], first_error=None,
+            stage_dimensions_by_tier={}, stages=0, k=0, t=0, rows_seen=rows_seen, max_messages=max_messages,
+            scripted_steps_not_played=None, rollout_seconds=round(seconds, 4), evaluator_seconds=round(evaluator_seconds, 4),
+            blueprint=None, blueprint_stale=stale, incomplete_logs=[], report_written=False, report_error=None,
+        )
+
+
+def interruption(results: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Which scenarios a Ctrl-C stopped while playing and which it kept from starting (None: no interruption)."""
+    in_flight = sorted(r["name"] for r in results if r.get("interrupted") == IN_FLIGHT)
+    not_started = sorted(r["name"] for r in results if r.get("interrupted") == NOT_STARTED)
+    if not in_flight and not not_started:
+        return None
+    return {"finished": sum(1 for r in results if not r.get("interrupted")), IN_FLIGHT: in_flight, NOT_STARTED: not_started}
+
+
+def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-run summary of the dynsteer evaluator over all scenarios."""
+    halts: Counter[str] = Counter()
+    tiers: Counter[str] = Counter()
+    outcome: Counter[str] = Counter()
+    steps_saved = 0
+    per: list[dict[str, Any]] = []
+    blocks = [(r, r["dynsteer"]) for r in results if r.get("dynsteer") is not None]
+    for r, d in blocks:
+        outcome[d["outcome"]] += 1
+        if d["halted"]:
+            halts[d["stop"]["reason"]] += 1
+            steps_saved += d["scripted_steps_not_played"] or 0
+        for tier, n in d["stage_dimensions_by_tier"].items():
+            tiers[tier] += n
+        per.append({
+            "name": r["name"],
+            "outcome": d["outcome"],
+            "crash": d.get("crash"),
+            "stop": d["stop"],
+            "score": d["score"],
+            "similarity": r.get("similarity"),
+            "crashed": r.get("exception_type") is not None,
+            "k": d["k"],
+            "t": d["t"],
+            "blueprint_stale": d.get("blueprint_stale", False),
+            "incomplete_logs": d.get("incomplete_logs", []),
+            "report_written": d.get("report_written", True),
+        })
+    judged = [p for p in per if not p["crashed"] and p["outcome"] != "interrupted"]
+    cached = [d["judge_cache"] for _, d in blocks if "judge_cache" in d]
+    summary = {
+        "scenarios": len(per),
+        "crashed": sum(1 for p in per if p["crashed"]),
+        "outcomes": dict(sorted(outcome.items())),
+        "halted": sum(halts.values()),
+        "halts_by_reason": dict(sorted(halts.items())),
+        "stage_dimensions_by_tier": dict(sorted(tiers.items())),
+        "mean_score": round(sum(p["score"] for p in judged) / len(judged), 6) if judged else None,
+        "scripted_steps_not_played": steps_saved,
+        "evaluator_seconds": round(sum(d["evaluator_seconds"] for _, d in blocks), 4),
+        "rollout_seconds": round(sum(d["rollout_seconds"] for _, d in blocks), 4),
+        "stale_blueprints": sorted(p["name"] for p in per if p["blueprint_stale"]),
+        "incomplete_files": sorted(p["name"] for p in per if p["incomplete_logs"] or not p["report_written"]),
+        "per_scenario": sorted(per, key=lambda p: p["name"]),
+    }
+    if cached:
+        summary["judge_cache"] = {k: sum(c[k] for c in cached) for k in ("hits", "misses", "corrupt", "unwritable")}
+    stopped = interruption(results)
+    if stopped is not None:
+        summary["interrupted"] = stopped
+    return summary

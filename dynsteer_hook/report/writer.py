@@ -1,0 +1,58 @@
+"""The one path that writes a run's report files, atomically.
+
+The JSON report and its Markdown rendering are renamed into place together, so a killed
+process leaves either the previous pair or the new one; a rollout's HTML page follows them
+(``write_run_report``); the audit log beside them is appended line by line as the run goes
+(see ``dynsteer_hook.files.outputs``).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from dynsteer_hook.files.outputs import StagedFiles, write_text_atomic
+from dynsteer_hook.model.blueprint import Blueprint
+from dynsteer_hook.model.records import Report
+from dynsteer_hook.report.html import REPORT_HTML, render_run
+from dynsteer_hook.report.markdown import render_markdown
+
+AUDIT_LOG = "dynsteer_audit.jsonl"
+REPORT_JSON = "dynsteer_report.json"
+REPORT_MD = "dynsteer_report.md"
+REPORT_FILES = (AUDIT_LOG, REPORT_JSON, REPORT_MD)
+
+
+def stage_report(staged: StagedFiles, report: Report, out_dir: str | Path) -> tuple[Path, Path]:
+    """Stage the JSON and Markdown reports of ``report`` for ``out_dir`` (renamed in by ``staged.commit``)."""
+    out = Path(out_dir)
+    json_path, md_path = out / REPORT_JSON, out / REPORT_MD
+    staged.text(json_path, report.model_dump_json(indent=2) + "\n")
+    staged.text(md_path, render_markdown(report))
+    return json_path, md_path
+
+
+def write_report(report: Report, out_dir: str | Path) -> tuple[Path, Path]:
+    """Write the JSON and Markdown reports into ``out_dir``: both new files, or (on an error) both old ones.
+
+    Raises:
+        OSError: A report could not be written; no temporary file is left.
+    """
+    os.makedirs(out_dir, exist_ok=True)
+    with StagedFiles() as staged:
+        paths = stage_report(staged, report, out_dir)
+        staged.commit()
+    return paths
+
+
+def write_run_report(report: Report, out_dir: str | Path, blueprint: Blueprint) -> tuple[Path, Path, Path]:
+    """Write a rollout's report files into ``out_dir``: the JSON and Markdown pair (see ``write_report``), then the
+    HTML page that draws ``blueprint``.
+
+    Raises:
+        OSError: A file could not be written (the pair is whole, old or new, whatever failed).
+    """
+    json_path, md_path = write_report(report, out_dir)
+    html_path = Path(out_dir) / REPORT_HTML
+    write_text_atomic(html_path, render_run(report, blueprint))
+    return json_path, md_path, html_path

@@ -1,0 +1,172 @@
+"""Where scenario jobs run: this process, a pool of local ``spawn`` processes, or a Ray cluster.
+
+Every engine yields the results in job order, so a run, a replay or a comparison writes the
+same files whichever engine ran it. Ray is optional (``pip install dynsteer-hook[ray]``): with
+``--engine ray`` jobs become Ray tasks on the cluster at ``--ray-address`` (or ``RAY_ADDRESS``),
+and without an address Ray starts a local instance on this machine.
+
+Jobs that handle Ctrl-C themselves (the scenarios of ``dynsteer run``) say what a job given up
+looks like (``stopped``). Locally, workers then start with Ctrl-C ignored and install their
+``InterruptControl`` first thing; the parent forwards a first Ctrl-C to them and keeps collecting
+what they return (an interrupted scenario comes back as a result too), then closes and joins the
+pool so that workers exit on their own and clean up after themselves; a second Ctrl-C stops the
+wait and terminates them. On Ray, Ctrl-C stops the wait and cancels the tasks not yet returned.
+Other jobs (replays) simply stop at Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from functools import partial
+from typing import Any, Literal, TypeVar
+
+from dynsteer_hook.model.errors import DynsteerError
+from dynsteer_hook.toolsandbox.live import interrupts
+
+Engine = Literal["local", "ray"]
+ENGINES: tuple[str, ...] = ("local", "ray")
+
+J = TypeVar("J")
+R = TypeVar("R")
+
+
+def add_engine_flags(p: argparse.ArgumentParser) -> None:
+    """Where the jobs run: local processes, or Ray (``--engine``, ``--ray-address``)."""
+    g = p.add_argument_group("engine")
+    g.add_argument("--engine", choices=list(ENGINES), default="local",
+                   help="local processes (default) or Ray tasks (pip install 'dynsteer-hook[ray]'; a local instance unless --ray-address)")
+    g.add_argument("--ray-address", default=None, metavar="ADDRESS", help="the Ray cluster to join (default: RAY_ADDRESS, else a local instance)")
+
+
+def _quiet_logs() -> None:
+    """Worker processes log as the command line does (warnings and errors on stderr), not structlog's
+    default of everything on stdout."""
+    from dynsteer_hook.logs import configure_logging
+
+    configure_logging(False)
+
+
+def _call(worker: Callable[[Any], Any], job: Any) -> Any:
+    _quiet_logs()
+    return worker(job)
+
+
+def _init_interruptible_worker(shared: Any) -> None:
+    _quiet_logs()
+    interrupts.init_worker(shared)
+
+
+def _ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise DynsteerError("--engine ray needs Ray: pip install 'dynsteer-hook[ray]' (or pip install ray)") from None
+    return ray
+
+
+def check_engine(engine: str, ray_address: str | None) -> None:
+    """Fail before any job when the engine cannot run (one sentence)."""
+    if engine not in ENGINES:
+        raise DynsteerError(f"--engine {engine!r} is not one of {', '.join(ENGINES)}")
+    if engine == "ray":
+        _ray()
+    elif ray_address:
+        raise DynsteerError("--ray-address is for --engine ray; add --engine ray or drop the address")
+
+
+def run_jobs(worker: Callable[[J], R], jobs: Sequence[J], *, processes: int = 1, engine: str = "local",
+             ray_address: str | None = None, stopped: Callable[[J], R] | None = None) -> Iterator[R]:
+    """Results of ``worker(job)`` for every job, in job order.
+
+    Args:
+        worker: A module-level function (or a partial of one): worker processes import it.
+        jobs: Picklable job descriptions.
+        processes: Local worker processes (``local``), or CPUs of a Ray instance started here.
+        engine: ``local`` or ``ray``.
+        ray_address: A Ray cluster to join (``ray`` only; default ``RAY_ADDRESS`` or a local instance).
+        stopped: For jobs that handle Ctrl-C themselves: the result of a job given up (see the module's text).
+    """
+    check_engine(engine, ray_address)
+    if engine == "ray":
+        yield from _run_ray(worker, jobs, processes, ray_address or os.environ.get("RAY_ADDRESS"), stopped)
+        return
+    if stopped is not None:
+        yield from _run_interruptible(worker, jobs, processes, stopped)
+        return
+    if processes > 1 and len(jobs) > 1:
+        ctx = multiprocessing.get_context("spawn")
+        with ctx.Pool(min(processes, len(jobs)), initializer=_quiet_logs) as pool:
+            yield from pool.imap(worker, jobs)
+        return
+    for job in jobs:
+        yield worker(job)
+
+
+def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: int, stopped: Callable[[J], R]) -> Iterator[R]:
+    if processes <= 1 or len(jobs) <= 1:
+        with interrupts.installed():
+            for job in jobs:
+                yield worker(job)
+        return
+    ctx = multiprocessing.get_context("spawn")
+    stop = ctx.Event()
+    with interrupts.ignoring_interrupts():  # workers start deaf to Ctrl-C until their control is in place
+        pool = ctx.Pool(min(processes, len(jobs)), initializer=_init_interruptible_worker, initargs=(stop,))
+    came: dict[int, R] = {}
+    with interrupts.ParentControl(stop).installed():
+        try:
+            # In completion order, so that a second Ctrl-C keeps every result that came back.
+            for i, r in pool.imap_unordered(partial(_numbered, worker), enumerate(jobs)):
+                came[i] = r
+            pool.close()  # workers then exit on their own, cleaning up after themselves (terminate would not)
+        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, keep what came back
+            pool.terminate()
+        except BaseException:
+            pool.terminate()
+            raise
+        finally:
+            pool.join()
+    for i, job in enumerate(jobs):
+        yield came[i] if i in came else stopped(job)
+
+
+def _numbered(worker: Callable[[J], R], item: tuple[int, J]) -> tuple[int, R]:
+    return item[0], worker(item[1])
+
+
+def _run_ray(worker: Callable[[J], R], jobs: Sequence[J], processes: int, address: str | None,
+             stopped: Callable[[J], R] | None) -> Iterator[R]:
+    ray = _ray()
+    started = False
+    if not ray.is_initialized():
+        options: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "configure_logging": False}
+        if address:
+            options["address"] = address
+        else:
+            options["num_cpus"] = max(1, processes)
+        try:
+            ray.init(**options)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise DynsteerError(f"Ray could not start or reach {address or 'a local instance'} ({str(exc)[:160]}); check --ray-address") from None
+        started = True
+    try:
+        task = ray.remote(_call)
+        refs = [task.remote(worker, job) for job in jobs]
+        done = 0
+        try:
+            for ref in refs:
+                result = ray.get(ref)
+                done += 1
+                yield result
+        except KeyboardInterrupt:
+            if stopped is None:
+                raise
+            for ref in refs[done:]:
+                ray.cancel(ref, force=True)
+            yield from (stopped(job) for job in jobs[done:])
+    finally:
+        if started:
+            ray.shutdown()

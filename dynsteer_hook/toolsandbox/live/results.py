@@ -1,0 +1,88 @@
+"""What playing one scenario yields: ToolSandbox's per-scenario result with dynsteer's additions, typed.
+
+A ``ScenarioResult`` holds exactly the keys of an entry of ToolSandbox's ``per_scenario_results``
+(name, categories, traceback, exception type, similarities, turn count, mappings), plus the
+``dynsteer`` block (``dynsteer_hook.report.run_summary``), the LiteLLM roles' spending and, for a
+scenario Ctrl-C stopped, how it was stopped. ``record()`` is the entry as ``result_summary.json``
+holds it: the keys that were set, in ToolSandbox's order, so the files read the same as ToolSandbox's own.
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from dynsteer_hook.report.run_summary import DynsteerBlock, Stopping
+
+
+class ScenarioResult(BaseModel):
+    """One played (or stopped) scenario; fields that were never set stay out of its record."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    categories: list[str]
+    traceback: str | None
+    exception_type: str | None
+    milestone_similarity: int | float | None = None  # as ToolSandbox computed it (0 stays an integer in the file)
+    minefield_similarity: int | float | None = None
+    similarity: int | float | None = None
+    turn_count: int | None = None
+    milestone_mapping: dict[Any, Any] | None = None
+    minefield_mapping: dict[Any, Any] | None = None
+    interrupted: Stopping | None = None
+    dynsteer: DynsteerBlock | None = None
+    agent_llm: dict[str, Any] | None = None
+    user_llm: dict[str, Any] | None = None
+
+    @classmethod
+    def evaluated(cls, name: str, categories: list[Any], evaluation: Any) -> ScenarioResult:
+        """A rollout ToolSandbox played to its end and evaluated (``evaluation`` is its ``EvaluationResult``)."""
+        return cls(
+            name=name, categories=[str(c) for c in categories], traceback=None, exception_type=None,
+            milestone_similarity=evaluation.milestone_similarity, minefield_similarity=evaluation.minefield_similarity,
+            similarity=evaluation.similarity, turn_count=evaluation.turn_count,
+            milestone_mapping=evaluation.milestone_mapping, minefield_mapping=evaluation.minefield_mapping,
+        )
+
+    @classmethod
+    def crashed(cls, name: str, categories: list[Any], exc: BaseException, max_messages: int) -> ScenarioResult:
+        """A rollout that raised: similarity 0 and the traceback, as ToolSandbox records a crash."""
+        return cls(
+            name=name, categories=[str(c) for c in categories],
+            traceback="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)), exception_type=type(exc).__name__,
+            milestone_similarity=0, minefield_similarity=0, similarity=0, turn_count=max_messages,
+            milestone_mapping={}, minefield_mapping={},
+        )
+
+    @classmethod
+    def stopped(cls, name: str, categories: list[Any], how: Stopping) -> ScenarioResult:
+        """A scenario Ctrl-C stopped while it played (``in_flight``) or kept from starting (``not_started``)."""
+        return cls(name=name, categories=[str(c) for c in categories], traceback=None, exception_type=None, interrupted=how)
+
+    def crash_reason(self) -> str | None:
+        """The crash in one line: the exception's last traceback line (None: no crash)."""
+        if not self.exception_type:
+            return None
+        last = (self.traceback or "").strip().splitlines()[-1:]
+        return last[0] if last else self.exception_type
+
+    def record(self) -> dict[str, Any]:
+        """The entry of ``per_scenario_results``: the fields that were set, in ToolSandbox's key order."""
+        return self.model_dump(mode="python", exclude_unset=True, exclude_none=False)
+
+
+def crash_reason(result: dict[str, Any]) -> str | None:
+    """The crash of a result record in one line (None: no crash)."""
+    if not result.get("exception_type"):
+        return None
+    last = (result.get("traceback") or "").strip().splitlines()[-1:]
+    return last[0] if last else str(result["exception_type"])
+
+
+def dumps_result(result: dict[str, Any]) -> str:
+    """JSON text of one result record."""
+    return json.dumps(result, default=str, ensure_ascii=False)

@@ -1,0 +1,312 @@
+"""``dynsteer replay``: the evaluator over recorded ToolSandbox runs, with virtual stops.
+
+Each recorded scenario is read back as events (``recording``), evaluated by the same
+evaluator with the same blueprints, configuration and judges as a live run, and reported in
+the same files. A halt in replay is a *virtual stop*, mapped onto the recording's execution
+batches (one batch per agent turn): with ``b_stop`` the batch in which the stop fired and
+``b_full`` the batches recorded, stop progress is p = b_stop / b_full and saved progress
+q = 1 - p (paper §4). The seconds and tokens a stop would have saved are given where the
+recording has them (``dynsteer run`` records them per agent turn).
+
+Scenarios that cannot be replayed (missing or truncated files, another ToolSandbox revision,
+no blueprint) are skipped with their reason in the summary; the rest go on.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from dynsteer_hook.files.blueprints import load_blueprint
+from dynsteer_hook.files.events import EventLog
+from dynsteer_hook.files.outputs import JsonlSink, write_json_atomic
+from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
+from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
+from dynsteer_hook.runtime.evaluator import Evaluator
+from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
+from dynsteer_hook.toolsandbox.offline.recording import (
+    RESULT_SUMMARY,
+    BatchCost,
+    Recording,
+    RecordingError,
+    _read_json,
+    agent_batches,
+    load_recording,
+    recorded_events,
+)
+
+REPLAY_SUMMARY = "replay_summary.json"
+EVENTS_FILE = "dynsteer_events.jsonl"
+
+
+@dataclass(frozen=True, slots=True)
+class VirtualStop:
+    """Where a replayed halt falls on the recorded trajectory, and what stopping there saves."""
+
+    batch: int
+    batches: int
+    saved_batches: int
+    stop_progress: float
+    saved_progress: float
+    seconds_saved: float | None
+    tokens_saved: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "b_stop": self.batch, "b_full": self.batches, "saved_batches": self.saved_batches,
+            "stop_progress": round(self.stop_progress, 6), "saved_progress": round(self.saved_progress, 6),
+            "seconds_saved": None if self.seconds_saved is None else round(self.seconds_saved, 4),
+            "tokens_saved": self.tokens_saved,
+        }
+
+
+def virtual_stop(batch: int, batches: int, costs: Mapping[int, BatchCost]) -> VirtualStop:
+    """Map a stop in agent turn ``batch`` onto a recording of ``batches`` turns (p = b_stop / b_full)."""
+    b_full = max(batches, 1)
+    b_stop = min(max(batch, 1), b_full)
+    later = [costs.get(b) for b in range(b_stop + 1, b_full + 1)]
+    seconds = [c.seconds for c in later if c is not None]
+    tokens = [c.tokens for c in later if c is not None]
+    complete = bool(costs) and all(c is not None for c in later)
+    return VirtualStop(
+        batch=b_stop,
+        batches=b_full,
+        saved_batches=b_full - b_stop,
+        stop_progress=b_stop / b_full,
+        saved_progress=1 - b_stop / b_full,
+        seconds_saved=sum(s for s in seconds if s is not None) if complete and None not in seconds else None,
+        tokens_saved=sum(t for t in tokens if t is not None) if complete and None not in tokens else None,
+    )
+
+
+@dataclass(frozen=True)
+class ReplayOptions:
+    """Everything a worker needs to replay one recorded scenario (picklable)."""
+
+    blueprint_dir: Path
+    config: EvaluatorConfig = field(default_factory=EvaluatorConfig)
+    judges: JudgeSettings = field(default_factory=JudgeSettings)
+    write_events: bool = False
+
+
+@dataclass(frozen=True)
+class Job:
+    """One recorded scenario to replay, and where its reports go."""
+
+    run: Path
+    scenario: str
+    out: Path
+    summary: Mapping[str, Any] | None = None
+
+
+def _is_run(path: Path) -> bool:
+    return (path / "trajectories").is_dir() or (path / RESULT_SUMMARY).is_file()
+
+
+def find_runs(paths: Iterable[Path]) -> list[Path]:
+    """Run folders named directly, or found one level below a named folder (ToolSandbox's output base).
+
+    Raises:
+        DynsteerError: A path does not exist or holds no recorded run (one sentence).
+    """
+    runs: list[Path] = []
+    for path in paths:
+        if not path.is_dir():
+            raise DynsteerError(f"{path} is not a folder; pass ToolSandbox output folders (each with trajectories/ and result_summary.json)")
+        found = [path] if _is_run(path) else sorted(p for p in path.iterdir() if p.is_dir() and _is_run(p))
+        if not found:
+            raise DynsteerError(f"{path} holds no recorded run (no trajectories/ or result_summary.json in it or one level below)")
+        runs += [r for r in found if r not in runs]
+    return runs
+
+
+def jobs_of(run: Path, out: Path) -> tuple[list[Job], list[dict[str, Any]]]:
+    """The scenarios of a run folder to replay, and the ones skipped with their reason."""
+    summaries: dict[str, Mapping[str, Any]] = {}
+    skipped: list[dict[str, Any]] = []
+    if (run / RESULT_SUMMARY).is_file():
+        try:
+            data = _read_json(run / RESULT_SUMMARY, "result summary")
+            for r in data.get("per_scenario_results", []) if isinstance(data, dict) else []:
+                if isinstance(r, dict) and isinstance(r.get("name"), str):
+                    summaries[r["name"]] = r
+        except RecordingError as exc:
+            skipped.append({"run": str(run), "scenario": None, "reason": str(exc)})
+    names = set(summaries)
+    if (run / "trajectories").is_dir():
+        names |= {p.name for p in (run / "trajectories").iterdir() if p.is_dir()}
+    jobs: list[Job] = []
+    for name in sorted(names):
+        s = summaries.get(name)
+        if s is not None and s.get("exception_type") and not (run / "trajectories" / name).is_dir():
+            skipped.append({"run": str(run), "scenario": name, "reason": f"the recorded rollout crashed ({s.get('exception_type')}) and left no trajectory"})
+            continue
+        jobs.append(Job(run, name, out / run.name, s))
+    return jobs, skipped
+
+
+def _blueprint(options: ReplayOptions, name: str) -> Any:
+    path = options.blueprint_dir / f"{name}.json"
+    if not path.is_file():
+        raise RecordingError(f"no blueprint {path}; compile it (dynsteer compile) or pass --blueprints DIR")
+    try:
+        bp = load_blueprint(path)
+    except BlueprintError as exc:
+        raise RecordingError(str(exc)) from None
+    if bp.task and bp.task != name:
+        raise RecordingError(f"blueprint {path} is for scenario {bp.task!r}, not {name!r}")
+    return bp
+
+
+def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
+    """Replay one recorded scenario and write its reports; never raises for a bad recording (it is skipped)."""
+    start = time.perf_counter()
+    try:
+        recording = load_recording(job.run, job.scenario, job.summary)
+        bp = _blueprint(options, job.scenario)
+    except RecordingError as exc:
+        return {"run": str(job.run), "scenario": job.scenario, "skipped": str(exc)}
+    out = job.out / "trajectories" / job.scenario
+    out.mkdir(parents=True, exist_ok=True)
+    batches = agent_batches(recording.context)
+    stop_batch: int | None = None
+    with JsonlSink(out / AUDIT_LOG) as sink:
+        judges = options.judges.build()
+        evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
+        log = EventLog(out / EVENTS_FILE) if options.write_events else None
+        try:
+            for item in recorded_events(recording.context):
+                if log is not None:
+                    log.write(item.event)
+                try:
+                    evaluator.observe(item.event)
+                except Halt:
+                    stop_batch = item.batch
+                    break
+        finally:
+            if log is not None:
+                log.close()
+        report = evaluator.finish()
+    write_run_report(report, out, bp)
+    vstop = virtual_stop(stop_batch, batches, recording.costs) if stop_batch is not None else None
+    result = _result(recording, report, vstop, batches, time.perf_counter() - start)
+    cache = judge_cache_stats(judges)
+    if cache is not None:
+        result["judge_cache"] = cache
+    return result
+
+
+def _result(recording: Recording, report: Any, vstop: VirtualStop | None, batches: int, seconds: float) -> dict[str, Any]:
+    recorded = recording.summary or {}
+    live = recorded.get("dynsteer") if isinstance(recorded.get("dynsteer"), dict) else None
+    stop = report.stop
+    return {
+        "run": str(recording.run),
+        "scenario": recording.scenario,
+        "categories": [str(c) for c in recorded.get("categories", [])],
+        "outcome": report.outcome,
+        "score": report.score,
+        "native_similarity": recorded.get("similarity"),
+        "halted": report.halted,
+        "stop": None if stop is None else {"reason": stop.reason, "k": stop.k, "t": stop.t, "anchor": stop.anchor, "dimension": stop.dimension},
+        "virtual_stop": None if vstop is None else vstop.to_dict(),
+        "batches": batches,
+        "first_error": None if report.first_error is None else {"k": report.first_error.k, "t": report.first_error.t},
+        "recorded_live_stop": None if live is None else live.get("stop"),
+        "judge_usage": report.judge_usage.model_dump(),
+        "seconds": round(seconds, 4),
+    }
+
+
+def summarize(results: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> dict[str, Any]:
+    """Replay summary: outcomes, virtual stops by reason with mean stop and saved progress (paper Table 3)."""
+    done = [r for r in results if "skipped" not in r]
+    skipped = skipped + [{"run": r["run"], "scenario": r["scenario"], "reason": r["skipped"]} for r in results if "skipped" in r]
+    by_reason: dict[str, list[dict[str, Any]]] = {}
+    for r in done:
+        if r["virtual_stop"] is not None:
+            by_reason.setdefault(r["stop"]["reason"], []).append(r)
+    table3 = {
+        reason: {
+            "halted_runs": len(rs),
+            "unique_tasks": len({r["scenario"] for r in rs}),
+            "mean_stop_progress": round(sum(r["virtual_stop"]["stop_progress"] for r in rs) / len(rs), 6),
+            "mean_saved_progress": round(sum(r["virtual_stop"]["saved_progress"] for r in rs) / len(rs), 6),
+            "saved_batches": sum(r["virtual_stop"]["saved_batches"] for r in rs),
+        }
+        for reason, rs in sorted(by_reason.items())
+    }
+    halted = [r for r in done if r["virtual_stop"] is not None]
+    cached = [r["judge_cache"] for r in done if "judge_cache" in r]
+    cache = {k: sum(c[k] for c in cached) for k in ("hits", "misses", "corrupt", "unwritable")} if cached else None
+    return {
+        "replayed": len(done),
+        "skipped": len(skipped),
+        "outcomes": dict(sorted(Counter(r["outcome"] for r in done).items())),
+        "halted": len(halted),
+        "stop_rate": round(len(halted) / len(done), 6) if done else None,
+        "mean_score": round(sum(r["score"] for r in done) / len(done), 6) if done else None,
+        "mean_saved_progress_on_halted": round(sum(r["virtual_stop"]["saved_progress"] for r in halted) / len(halted), 6) if halted else None,
+        "stops_by_reason": table3,
+        "judge_cache": cache,
+        "skipped_scenarios": skipped,
+        "per_scenario": sorted(done, key=lambda r: (r["run"], r["scenario"])),
+    }
+
+
+def _progress(items: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:
+    if not enabled:
+        yield from items
+        return
+    from tqdm import tqdm
+
+    yield from tqdm(items, total=total, desc="replay", unit="scenario", file=sys.stderr, dynamic_ncols=True)
+
+
+def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, processes: int = 1, progress: bool = False, *,
+                engine: str = "local", ray_address: str | None = None) -> dict[str, Any]:
+    """Replay every recorded scenario under ``paths`` into ``out`` and write the summaries.
+
+    Args:
+        paths: Run folders, or folders holding them one level below.
+        options: Blueprints, configuration and judges.
+        out: Where the reports and summaries go.
+        processes: Worker processes (local engine) or CPUs (a local Ray instance).
+        progress: Show a progress bar on stderr.
+        engine: ``local`` or ``ray`` (see ``live.engines``).
+        ray_address: The Ray cluster to join.
+
+    Raises:
+        DynsteerError: A path is not a folder or holds no recorded run, or the engine cannot start.
+    """
+    check_engine(engine, ray_address)
+    runs = find_runs(paths)
+    jobs: list[Job] = []
+    skipped: list[dict[str, Any]] = []
+    for run in runs:
+        js, sk = jobs_of(run, out)
+        jobs += js
+        skipped += sk
+    out.mkdir(parents=True, exist_ok=True)
+    worker = partial(replay_one, options=options)
+    results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress))
+    summary = summarize(results, skipped)
+    for run in runs:
+        mine = [r for r in results if r["run"] == str(run)]
+        write_json_atomic(out / run.name / REPLAY_SUMMARY, summarize(mine, [s for s in skipped if s["run"] == str(run)]))
+    write_json_atomic(out / REPLAY_SUMMARY, summary)
+    return summary
+
+
+def dumps(summary: Mapping[str, Any]) -> str:
+    """JSON text of a summary."""
+    return json.dumps(summary, indent=2, ensure_ascii=False, default=str)
