@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 from collections.abc import Callable
 
@@ -14,6 +15,7 @@ from dynsteer_hook.model.dominators import START
 from dynsteer_hook.model.graph import (
     FrontierTracker,
     ancestor_sets,
+    edge_cycle,
     find_cycle,
     milestone_graph,
     strict_ancestors,
@@ -149,6 +151,26 @@ def test_find_cycle() -> None:
     assert find_cycle(nx.DiGraph([("a", "b"), ("b", "c")])) is None
     cycle = find_cycle(nx.DiGraph([("a", "b"), ("b", "c"), ("c", "a"), ("c", "d")]))
     assert cycle is not None and sorted(cycle) == ["a", "b", "c"]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_edge_cycle_finds_the_cycle_find_cycle_finds(seed: int) -> None:
+    """The networkx-free cycle search of ``validate`` reports the same cycle as find_cycle (or None) on random graphs."""
+    rng = random.Random(seed)
+    nodes = [f"m{i}" for i in range(rng.randint(1, 12))]
+    edges = list(dict.fromkeys((rng.choice(nodes), rng.choice(nodes)) for _ in range(rng.randint(0, 20))))
+    g = nx.DiGraph()
+    g.add_nodes_from(nodes)
+    g.add_edges_from(edges)
+    assert edge_cycle(nodes, edges) == find_cycle(g)
+
+
+def test_edge_cycle_walks_a_long_chain_without_recursion() -> None:
+    """A chain of 50,000 milestones closed into a loop is found without hitting the recursion limit."""
+    nodes = [f"m{i}" for i in range(50_000)]
+    edges = list(itertools.pairwise(nodes))
+    assert edge_cycle(nodes, edges) is None
+    assert edge_cycle(nodes, [*edges, (nodes[-1], nodes[0])]) == nodes
 
 
 @pytest.mark.parametrize("fam", FAMILIES, ids=lambda f: f.name)

@@ -10,15 +10,18 @@ audited.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint, reference_errors
 from dynsteer_hook.model.catalog import ToolCatalog, type_fits
 from dynsteer_hook.model.dominators import DominatorTree
-from dynsteer_hook.model.graph import find_cycle, milestone_graph
+from dynsteer_hook.model.graph import edge_cycle
 from dynsteer_hook.model.predicates import ArgPredicate, regex_error
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 EMPTY_MESSAGE = (
     "the blueprint has no milestones, so any run would count as complete; add at least one milestone saying what the "
@@ -110,19 +113,42 @@ def pattern_violations(bp: Blueprint, candidate: str) -> list[ContractViolation]
     return out
 
 
-def binding_violations(bp: Blueprint, g: nx.DiGraph, candidate: str) -> list[ContractViolation]:
-    """BindingConsistency(K_c): each consumed binding is produced by a strict ancestor."""
+def _has_path(edges: list[tuple[str, str]], a: str, b: str) -> bool:
+    """Whether ``b`` is reachable from ``a`` (breadth first; for graphs with a cycle, where the index does not apply)."""
+    succs: dict[str, list[str]] = {}
+    for u, v in edges:
+        succs.setdefault(u, []).append(v)
+    seen, todo = {a}, deque([a])
+    while todo:
+        for s in succs.get(todo.popleft(), ()):
+            if s == b:
+                return True
+            if s not in seen:
+                seen.add(s)
+                todo.append(s)
+    return a == b
+
+
+def binding_violations(bp: Blueprint, g: nx.DiGraph | None, candidate: str) -> list[ContractViolation]:
+    """BindingConsistency(K_c): each consumed binding is produced by a strict ancestor.
+
+    ``g`` is the blueprint's graph when the caller has it; without it the blueprint's own
+    milestones and edges are used (no networkx needed).
+    """
     out: list[ContractViolation] = []
+    nodes = [str(n) for n in g.nodes] if g is not None else [m.id for m in bp.milestones]
+    edges = [(str(u), str(v)) for u, v in g.edges] if g is not None else [(e.source, e.target) for e in bp.edges]
+    known = set(nodes)
     # One path search per binding is quadratic on a long chain with many bindings; the
     # dominator index answers in near-constant time (it needs a DAG: cycles are reported apart).
     try:
-        index = DominatorTree(list(g.nodes), list(g.edges)) if bp.bindings else None
+        index = DominatorTree(nodes, edges) if bp.bindings else None
     except ValueError:
         index = None
     for b in bp.bindings:
-        if b.producer not in g or b.consumer not in g:
+        if b.producer not in known or b.consumer not in known:
             continue  # reported as a reference error
-        reaches = index.reaches(b.producer, b.consumer) if index is not None else nx.has_path(g, b.producer, b.consumer)
+        reaches = index.reaches(b.producer, b.consumer) if index is not None else _has_path(edges, b.producer, b.consumer)
         if b.producer == b.consumer or not reaches:
             out.append(
                 ContractViolation(
@@ -146,8 +172,7 @@ def validate_blueprint(bp: Blueprint, catalog: ToolCatalog | None = None, candid
     references = [ContractViolation(candidate, node, rule, msg) for node, rule, msg in reference_errors(bp)]
     if references:
         return out + references
-    g = milestone_graph(bp)
-    cycle = find_cycle(g)
+    cycle = edge_cycle([m.id for m in bp.milestones], [(e.source, e.target) for e in bp.edges])
     if cycle is not None:
         out.append(ContractViolation(candidate, cycle[0], "acyclic", "precedence cycle " + " -> ".join([*cycle, cycle[0]])))
     cat = catalog if catalog is not None and len(catalog) else ToolCatalog(bp.catalog)
@@ -155,5 +180,5 @@ def validate_blueprint(bp: Blueprint, catalog: ToolCatalog | None = None, candid
         out.extend(schema_violations(bp, cat, candidate))
     out.extend(pattern_violations(bp, candidate))
     if cycle is None:
-        out.extend(binding_violations(bp, g, candidate))
+        out.extend(binding_violations(bp, None, candidate))
     return out

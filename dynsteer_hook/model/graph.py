@@ -9,15 +9,19 @@ s0-augmented graph, is the tests' oracle for it).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping
-
-import networkx as nx
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from dynsteer_hook.model.blueprint import Blueprint
+
+if TYPE_CHECKING:  # networkx costs a third of a second to import: the checks of `validate` do without it
+    import networkx as nx
 
 
 def milestone_graph(bp: Blueprint) -> nx.DiGraph:
     """The precedence DAG of a blueprint: one node per milestone, edges from ``bp.edges``."""
+    import networkx as nx
+
     g = nx.DiGraph()
     for m in bp.milestones:
         g.add_node(m.id)
@@ -30,6 +34,8 @@ def find_cycle(g: nx.DiGraph) -> list[str] | None:
     """Nodes of one directed cycle, or ``None`` for a DAG."""
     # nx.find_cycle re-walks the edges reachable from every start node, which is slow on
     # the dense closure graphs of consensus; the linear-time DAG check settles the usual case.
+    import networkx as nx
+
     if nx.is_directed_acyclic_graph(g):
         return None
     try:
@@ -44,6 +50,8 @@ def transitive_reduction(g: nx.DiGraph) -> nx.DiGraph:
 
     ``networkx.transitive_reduction`` returns a graph without data; the data is copied back.
     """
+    import networkx as nx
+
     if not nx.is_directed_acyclic_graph(g):
         raise ValueError("transitive reduction needs a DAG")
     tr = nx.transitive_reduction(g)
@@ -54,7 +62,43 @@ def transitive_reduction(g: nx.DiGraph) -> nx.DiGraph:
 
 def strict_ancestors(g: nx.DiGraph, node: str) -> set[str]:
     """Nodes with a path to ``node`` (not ``node`` itself)."""
+    import networkx as nx
+
     return set(nx.ancestors(g, node))
+
+
+def edge_cycle(nodes: Sequence[str], edges: Iterable[tuple[str, str]]) -> list[str] | None:
+    """Nodes of one directed cycle of the graph given by ``nodes`` and ``edges``, or ``None``.
+
+    The same cycle ``find_cycle`` reports (a depth-first search from each node in order,
+    following edges in the order given), without building a networkx graph. Iterative, so a
+    chain of any length is fine.
+    """
+    succs: dict[str, list[str]] = {n: [] for n in nodes}
+    for u, v in edges:
+        succs.setdefault(u, []).append(v)
+        succs.setdefault(v, [])
+    done: set[str] = set()
+    for start in succs:
+        if start in done:
+            continue
+        path: list[str] = [start]
+        on_path: dict[str, int] = {start: 0}
+        nexts = [iter(succs[start])]
+        while nexts:
+            nxt = next(nexts[-1], None)
+            if nxt is None:
+                finished = path.pop()
+                del on_path[finished]
+                done.add(finished)
+                nexts.pop()
+            elif nxt in on_path:
+                return path[on_path[nxt]:]
+            elif nxt not in done:
+                on_path[nxt] = len(path)
+                path.append(nxt)
+                nexts.append(iter(succs[nxt]))
+    return None
 
 
 class FrontierTracker:
@@ -142,6 +186,8 @@ def ancestor_sets(g: nx.DiGraph) -> Mapping[str, frozenset[str]]:
     consensus; the evaluator asks ``dominators.DominatorTree`` instead.
     """
     result: dict[str, frozenset[str]] = {}
+    import networkx as nx
+
     for n in nx.topological_sort(g):
         acc: set[str] = set()
         for p in g.predecessors(n):
