@@ -94,7 +94,9 @@ def _options(args: argparse.Namespace) -> Any:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``dynsteer compare``."""
     from dynsteer_hook.files.outputs import write_json_atomic, write_text_atomic
+    from dynsteer_hook.report.compare_page import render_compare_page
     from dynsteer_hook.report.html import render_compare
+    from dynsteer_hook.report.run_page import INDEX_HTML
     from dynsteer_hook.toolsandbox.offline.compare import agents_from, compare, render_csv, render_markdown
 
     if not 0 <= args.epsilon < 1 or not 0 < args.significance < 1:
@@ -108,9 +110,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     write_json_atomic(args.out / "compare.json", result)
     write_text_atomic(args.out / "compare.csv", render_csv(result))
     write_text_atomic(args.out / "compare.md", markdown)
-    write_text_atomic(args.out / "compare.html", render_compare(result, markdown))
-    print(markdown)
-    print(f"wrote {args.out / 'compare.md'}, compare.html, compare.csv and compare.json")
+    write_text_atomic(args.out / "compare.html", render_compare(result, render_markdown(result, per_scenario=False)))
+    write_text_atomic(args.out / INDEX_HTML, render_compare_page(result))
+    print(render_markdown(result, per_scenario=False))
+    print(f"wrote {args.out / INDEX_HTML} (per scenario, linking to every replayed report), compare.md, compare.html, compare.csv and compare.json")
     return 0
 
 
