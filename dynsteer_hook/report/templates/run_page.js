@@ -18,12 +18,29 @@
     tr.appendChild(cell);
     return cell;
   }
-  function sub(cell, text) {
+  function sub(cell, text, limit) {
     if (!text) return;
     var s = document.createElement("span");
     s.className = "sub";
-    s.textContent = text;
+    clipped(s, text, limit);
     cell.appendChild(s);
+  }
+  function clipped(node, text, limit) {
+    // Long free text is cut on the page and whole in the tooltip (and in the scenario's report).
+    text = String(text);
+    if (limit && text.length > limit) {
+      node.textContent = text.slice(0, limit - 1) + "\u2026";
+      node.title = text;
+    } else {
+      node.textContent = text;
+    }
+  }
+  function breakable(node, text) {
+    // A break opportunity after each underscore, so long snake_case names wrap between words.
+    text.split(/(?<=_)/).forEach(function (part, i) {
+      if (i) node.appendChild(document.createElement("wbr"));
+      node.appendChild(document.createTextNode(part));
+    });
   }
   function build(r) {
     var tr = document.createElement("tr");
@@ -32,25 +49,32 @@
     if (r.href) {
       var a = document.createElement("a");
       a.href = r.href;
-      a.textContent = r.name;
+      breakable(a, r.name);
       name.appendChild(a);
     } else {
-      name.textContent = r.name;
+      breakable(name, r.name);
     }
-    td(tr, "cats", r.cats.join(", "));
+    if (r.cats.length) {
+      var cats = document.createElement("span");
+      cats.className = "sub cats";
+      breakable(cats, r.cats.join(", ").toLowerCase());
+      name.appendChild(cats);
+    }
     var o = td(tr, "");
     var badge = document.createElement("span");
     badge.className = "o o-" + r.outcome.replace(/[^a-z_]/g, "");
     badge.textContent = r.outcome;
     o.appendChild(badge);
-    sub(o, r.crash);
+    sub(o, r.crash, 120);
     td(tr, "num", fixed(r.score, 3));
     var sim = td(tr, "num", fixed(r.sim, 3));
-    if (r.ms !== null || r.mf !== null) sub(sim, "milestone " + fixed(r.ms, 2) + " · minefield " + fixed(r.mf, 2));
-    var stop = td(tr, "stop", r.stop);
+    if (r.ms !== null) sub(sim, "milestone " + fixed(r.ms, 2));
+    if (r.mf !== null) sub(sim, "minefield " + fixed(r.mf, 2));
+    var stop = td(tr, "stop");
+    breakable(stop, r.stop);
     sub(stop, r.clock);
-    sub(stop, r.cause);
-    td(tr, "fe", r.fe);
+    sub(stop, r.cause, 90);
+    clipped(td(tr, "fe"), r.fe, 120);
     td(tr, "num", r.steps);
     td(tr, "num", r.saved);
     td(tr, "num", r.calls);
