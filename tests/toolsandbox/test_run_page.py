@@ -19,7 +19,6 @@ from dynsteer_hook.report.run_page import run_rows, write_run_page
 from dynsteer_hook.report.run_summary import DynsteerBlock
 from dynsteer_hook.toolsandbox.live.results import ScenarioResult
 from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
-from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions, replay_runs
 
 pytestmark = [pytest.mark.toolsandbox, pytest.mark.slow]
 

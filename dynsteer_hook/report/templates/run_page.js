@@ -82,7 +82,7 @@
     td(tr, "num secs", fixed(r.secs, 1));
     return tr;
   }
-  var trs = rows.map(build);
+  var trs = [];  // each row is built the first time it is shown
   var text = rows.map(function (r) {
     return [r.name, r.outcome, r.stop, r.cause, r.fe, r.crash, r.cats.join(" ")].join("\n").toLowerCase();
   });
@@ -116,7 +116,7 @@
     }
     if (state.sort) shown.sort(compare);
     var frag = document.createDocumentFragment();
-    shown.forEach(function (i) { frag.appendChild(trs[i]); });
+    shown.forEach(function (i) { frag.appendChild(trs[i] || (trs[i] = build(rows[i]))); });
     body.replaceChildren(frag);
     count.textContent = String(shown.length);
     heads.forEach(function (th) {

@@ -132,6 +132,7 @@ def _line(r: dict[str, Any]) -> str:
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``dynsteer replay``."""
     from dynsteer_hook.llm.judges import cache_sentence
+    from dynsteer_hook.report.run_page import INDEX_HTML, console_table, replay_rows, totals
     from dynsteer_hook.toolsandbox.offline.replay import REPLAY_SUMMARY, replay_runs
 
     options = _options(args)
@@ -149,4 +150,5 @@ def cmd_replay(args: argparse.Namespace) -> int:
           + f"; summary {args.out / REPLAY_SUMMARY}")
     if summary["judge_cache"] is not None:
         print(cache_sentence(summary["judge_cache"]))
+    print(console_table(totals(replay_rows(summary["per_scenario"], args.out, args.out)), args.out / INDEX_HTML))
     return 0
