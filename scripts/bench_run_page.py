@@ -131,6 +131,7 @@ class _Timed:
 
 def bench_run(rollouts: int, base: Path) -> dict[str, Any]:
     """A live run of the clean solver with and without report writing, interleaved batch by batch (one process)."""
+    import dynsteer_hook.report.writer as writer
     import dynsteer_hook.toolsandbox.live.hook as hook
     import dynsteer_hook.toolsandbox.live.runner as runner
     from dynsteer_hook.toolsandbox.live.runner import RunOptions, load_scenarios, run_scenarios
@@ -140,17 +141,19 @@ def bench_run(rollouts: int, base: Path) -> dict[str, Any]:
     scenarios = load_scenarios(names)
     reports, pages = _Timed(hook.write_run_report), _Timed(runner.write_run_page)
     hook.write_run_report, runner.write_run_page = reports, pages  # type: ignore[assignment]
+    html, markdown = _Timed(writer.render_run), _Timed(writer.render_markdown)
+    writer.render_run, writer.render_markdown = html, markdown  # type: ignore[assignment]
     seconds = {True: 0.0, False: 0.0}
     batches = max(1, rollouts // len(names))
     run_scenarios(scenarios, RunOptions(agent="Scripted", user="Scripted", script=script), base / "warm-up", 1)  # imports, caches
-    reports.seconds = pages.seconds = 0.0
+    reports.seconds = pages.seconds = html.seconds = markdown.seconds = 0.0
     for i in range(batches):
         for write in ((True, False) if i % 2 == 0 else (False, True)):
             start = time.perf_counter()
             run_scenarios(scenarios, RunOptions(agent="Scripted", user="Scripted", script=script, write_reports=write), base / f"{i}-{write}", 1)
             seconds[write] += time.perf_counter() - start
     return {"rollouts": batches * len(names), "with": seconds[True], "without": seconds[False],
-            "in_writers": reports.seconds + pages.seconds, "in_page": pages.seconds}
+            "in_writers": reports.seconds + pages.seconds, "in_page": pages.seconds, "rendering": html.seconds + markdown.seconds}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{run['with']:>6.2f} s / {run['without']:.2f} s")
         print(f"{'  report writing adds (wall clock, side by side)':<58} {added:>15.2%} {'<= 1 %':>10}")
         print(f"{'  seconds inside the writers, share of the run':<58} {run['in_writers']:>6.3f} s = {share:.2%} {'<= 1 %':>10}")
-        print(f"{'  of which the run page':<58} {run['in_page']:>8.3f} s")
+        print(f"{'  of which rendering the scenario pages (HTML, Markdown)':<58} {run['rendering']:>6.3f} s = {run['rendering'] / run['with']:.2%}")
+        print(f"{'  of which the run page':<58} {run['in_page']:>6.3f} s = {run['in_page'] / run['with']:.2%}")
+        print(f"{'  the rest: the files written, each synced to disk':<58} "
+              f"{run['in_writers'] - run['rendering'] - run['in_page']:>6.3f} s")
     return 0
 
 

@@ -42,7 +42,7 @@ def mixed_run(base: Path, *, write_reports: bool = True) -> Path:
     script = base / "mixed_script.json"
     names = mixed_script(script)
     scenarios = load_scenarios(names)
-    out = base / "run"
+    out = base / "agent_Scripted_user_Scripted"
     run_scenarios(scenarios, RunOptions(agent="Scripted", user="Scripted", script=script, write_reports=write_reports), out, 1)
     return out
 
@@ -59,7 +59,7 @@ def screenshot(page_path: Path, png: Path, width: int, height: int) -> None:
         browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
         try:
             page = browser.new_page(viewport={"width": width, "height": height})
-            page.goto(page_path.resolve().as_uri() + "#sort=outcome")
+            page.goto(page_path.resolve().as_uri() + "#sort=-outcome")  # the halted runs first
             page.wait_for_selector("body[data-ready]")
             page.screenshot(path=str(png))
         finally:

@@ -190,7 +190,6 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
             "report_written": d.get("report_written", True),
             "steps": d["t"],
             "steps_saved": d["scripted_steps_not_played"] if d["halted"] else None,
-            "rollout_seconds": d["rollout_seconds"],
             "judge_calls": d.get("judge_calls", 0),
             "judge_cost_usd": d.get("judge_cost_usd", 0.0),
         })

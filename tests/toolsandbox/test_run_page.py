@@ -206,3 +206,20 @@ def test_compare_lists_scenarios_across_agents_linking_to_each_replay(browser: A
         page.set_viewport_size({"width": width, "height": 900})
         page.screenshot(path=str(tmp_path / f"compare_{width}.png"), full_page=True)
     assert problems == []
+
+
+def test_a_long_run_draws_a_hundred_rows_at_a_time(browser: Any, mixed: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
+    """250 scenarios: 100 rows drawn, the button draws the next 100 and then the last 50; a sort or a filter starts again
+    at 100 and sorts all 250, not the rows drawn."""
+    halted = next(r for r in mixed["played"] if r["dynsteer"]["halted"])
+    many = [{**halted, "name": f"s{i:03d}", "dynsteer": {**halted["dynsteer"], "score": i / 250}} for i in range(250)]
+    page, problems = _open(browser, write_run_page(tmp_path, "long", run_rows(many)))
+    assert page.locator("#rows tr").count() == 100 and page.locator("#count").inner_text() == "250"
+    for drawn in (200, 250):
+        page.locator("#more").click()
+        assert page.locator("#rows tr").count() == drawn
+    assert page.locator("#more").is_hidden()
+    page.locator('th[data-key="score"] button').click()
+    page.locator('th[data-key="score"] button').click()
+    assert page.locator("#rows tr").count() == 100 and _rows(page)[0]["cells"][0].startswith("s249")
+    assert problems == []

@@ -8,7 +8,9 @@
   var heads = Array.prototype.slice.call(document.querySelectorAll("#runs th[data-key]"));
   var filters = {outcome: document.getElementById("f-outcome"), stop: document.getElementById("f-stop"),
                  cat: document.getElementById("f-cat"), q: document.getElementById("f-q")};
-  var state = {sort: "", dir: 1, outcome: "", stop: "", cat: "", q: ""};
+  var more = document.getElementById("more");
+  var PAGE = 100;  // rows drawn at a time: laying out a thousand rows at once takes the browser a second or more
+  var state = {sort: "", dir: 1, outcome: "", stop: "", cat: "", q: "", limit: PAGE};
 
   function fixed(v, n) { return v === null || v === undefined ? "" : Number(v).toFixed(n); }
   function td(tr, cls, text) {
@@ -116,9 +118,12 @@
     }
     if (state.sort) shown.sort(compare);
     var frag = document.createDocumentFragment();
-    shown.forEach(function (i) { frag.appendChild(trs[i] || (trs[i] = build(rows[i]))); });
+    shown.slice(0, state.limit).forEach(function (i) { frag.appendChild(trs[i] || (trs[i] = build(rows[i]))); });
     body.replaceChildren(frag);
     count.textContent = String(shown.length);
+    var left = shown.length - Math.min(shown.length, state.limit);
+    more.hidden = left === 0;
+    more.textContent = "show " + Math.min(left, PAGE) + " more of " + left + " not shown";
     heads.forEach(function (th) {
       var key = th.getAttribute("data-key");
       if (key === state.sort) th.setAttribute("aria-sort", state.dir > 0 ? "ascending" : "descending");
@@ -148,6 +153,7 @@
       var key = th.getAttribute("data-key");
       state.dir = state.sort === key ? -state.dir : 1;
       state.sort = key;
+      state.limit = PAGE;
       render();
       save();
     });
@@ -155,9 +161,14 @@
   ["outcome", "stop", "cat", "q"].forEach(function (k) {
     filters[k].addEventListener(k === "q" ? "input" : "change", function () {
       state[k] = filters[k].value;
+      state.limit = PAGE;
       render();
       save();
     });
+  });
+  more.addEventListener("click", function () {
+    state.limit += PAGE;
+    render();
   });
   load();
   render();
