@@ -29,6 +29,8 @@ def test_installed_wheel_finds_a_shipped_blueprint(tmp_path: Path) -> None:
                    check=True, capture_output=True, cwd=tmp_path, timeout=300)
     [wheel] = wheels.glob("*.whl")
     assert f"dynsteer_hook/blueprints/toolsandbox/{SCENARIO}.json" in zipfile.ZipFile(wheel).namelist()
+    assert {"dynsteer_hook/report/templates/run_page.html.j2", "dynsteer_hook/report/templates/run_page.js",
+            "dynsteer_hook/report/templates/compare_page.html.j2"} <= set(zipfile.ZipFile(wheel).namelist())
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, cwd=tmp_path, timeout=300)
@@ -36,6 +38,8 @@ def test_installed_wheel_finds_a_shipped_blueprint(tmp_path: Path) -> None:
         "import dynsteer_hook, sys\n"
         "from dynsteer_hook.toolsandbox.live.preflight import default_blueprint_dir, blueprint_path\n"
         "from dynsteer_hook.files.blueprints import load_valid_blueprint\n"
+        "from dynsteer_hook.report.run_page import render_run_page\n"
+        "assert 'id=\"run-data\"' in render_run_page('t', []), 'the run page template is not in the wheel'\n"
         "d = default_blueprint_dir()\n"
         f"bp = load_valid_blueprint(blueprint_path(d, {SCENARIO!r}))\n"
         "print(dynsteer_hook.__file__); print(d); print(bp.task); print(len(list(d.glob('*.json'))))\n"

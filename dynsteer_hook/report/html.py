@@ -14,6 +14,7 @@ the first error and the stop marked), and the rationale of every stage.
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -312,7 +313,8 @@ def _markdown_tables_to_html(markdown: str) -> str:
 
     for line in markdown.splitlines():
         if line.startswith("|"):
-            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            # Cells are escaped Markdown (a literal | is \|, a tag's < is &lt;): split on the bare pipes, then unescape.
+            cells = [html.unescape(re.sub(r"\\(.)", r"\1", c.strip())) for c in re.findall(r"((?:\\.|[^|\\])*)\|", line.strip()[1:])]
             if not all(set(c) <= {"-", ":"} for c in cells):
                 table.append(cells)
             continue

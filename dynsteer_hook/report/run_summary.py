@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from dynsteer_hook.model.records import IncompleteLog, Report
+from dynsteer_hook.model.records import FirstError, IncompleteLog, Report
 
 Stopping = Literal["in_flight", "not_started"]
 IN_FLIGHT: Literal["in_flight"] = "in_flight"
@@ -30,6 +30,38 @@ class StopBrief(BaseModel):
     t: int
     anchor: str
     dimension: str
+    cause: str | None = None  # the stop record's detail, clipped (older files have none)
+    minefield: str | None = None
+    tool: str | None = None
+
+
+class ErrorBrief(BaseModel):
+    """The run's first faulty step in words: where (both clocks, stage), what it cost (dimension) and why (cause)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k: int
+    t: int
+    stage: str | None = None
+    dimension: str | None = None
+    cause: str | None = None
+    detail: str | None = None
+
+    @classmethod
+    def of(cls, fe: FirstError) -> ErrorBrief:
+        """The brief of a report's first error (its detail clipped)."""
+        return cls(k=fe.k, t=fe.t, stage=fe.stage, dimension=fe.dimension, cause=fe.cause, detail=clip(fe.detail))
+
+
+BRIEF_CHARS = 300
+"""How much of a stop's or a fault's free text the run's summaries keep (the report has all of it)."""
+
+
+def clip(text: str | None) -> str | None:
+    """Free text as the run's summaries keep it: at most ``BRIEF_CHARS`` characters."""
+    if text is None or len(text) <= BRIEF_CHARS:
+        return text
+    return text[: BRIEF_CHARS - 1] + "…"
 
 
 class DynsteerBlock(BaseModel):
@@ -44,7 +76,7 @@ class DynsteerBlock(BaseModel):
     score: float
     settled: list[str]
     unsettled: list[str]
-    first_error: dict[str, int] | None
+    first_error: ErrorBrief | None
     stage_dimensions_by_tier: dict[str, int]
     stages: int
     k: int
@@ -60,6 +92,8 @@ class DynsteerBlock(BaseModel):
     report_written: bool
     report_error: str | None
     judge_cache: dict[str, Any] | None = None  # what the judge cache did (set only when one was used)
+    judge_calls: int = 0  # judge invocations over all tiers
+    judge_cost_usd: float = 0.0
 
     @classmethod
     def of(cls, report: Report, *, rows_seen: int, max_messages: int, steps_not_played: int | None, seconds: float,
@@ -74,11 +108,12 @@ class DynsteerBlock(BaseModel):
             outcome=report.outcome,
             crash=report.crash,
             halted=report.halted,
-            stop=None if stop is None else StopBrief(reason=stop.reason, k=stop.k, t=stop.t, anchor=stop.anchor, dimension=stop.dimension),
+            stop=None if stop is None else StopBrief(reason=stop.reason, k=stop.k, t=stop.t, anchor=stop.anchor, dimension=stop.dimension,
+                                                     cause=clip(stop.detail), minefield=stop.minefield, tool=stop.tool),
             score=report.score,
             settled=report.settled,
             unsettled=report.unsettled,
-            first_error=None if report.first_error is None else {"k": report.first_error.k, "t": report.first_error.t},
+            first_error=None if report.first_error is None else ErrorBrief.of(report.first_error),
             stage_dimensions_by_tier=dict(sorted(tiers.items())),
             stages=len(report.stages),
             k=report.k,
@@ -93,6 +128,8 @@ class DynsteerBlock(BaseModel):
             incomplete_logs=list(report.incomplete_logs),
             report_written=report_error is None,
             report_error=report_error,
+            judge_calls=sum(report.judge_usage.calls_by_tier.values()),
+            judge_cost_usd=round(report.judge_usage.cost_usd, 6),
         )
 
 
@@ -137,15 +174,24 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
             "name": r["name"],
             "outcome": d["outcome"],
             "crash": d.get("crash"),
+            "categories": r.get("categories", []),
             "stop": d["stop"],
+            "stop_cause": (d["stop"] or {}).get("cause"),
+            "first_error": d.get("first_error"),
             "score": d["score"],
             "similarity": r.get("similarity"),
+            "milestone_similarity": r.get("milestone_similarity"),
+            "minefield_similarity": r.get("minefield_similarity"),
             "crashed": r.get("exception_type") is not None,
             "k": d["k"],
             "t": d["t"],
             "blueprint_stale": d.get("blueprint_stale", False),
             "incomplete_logs": d.get("incomplete_logs", []),
             "report_written": d.get("report_written", True),
+            "steps": d["t"],
+            "steps_saved": d["scripted_steps_not_played"] if d["halted"] else None,
+            "judge_calls": d.get("judge_calls", 0),
+            "judge_cost_usd": d.get("judge_cost_usd", 0.0),
         })
     judged = [p for p in per if not p["crashed"] and p["outcome"] != "interrupted"]
     cached = [d["judge_cache"] for _, d in blocks if "judge_cache" in d]
@@ -160,6 +206,8 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
         "scripted_steps_not_played": steps_saved,
         "evaluator_seconds": round(sum(d["evaluator_seconds"] for _, d in blocks), 4),
         "rollout_seconds": round(sum(d["rollout_seconds"] for _, d in blocks), 4),
+        "judge_calls": sum(p["judge_calls"] for p in per),
+        "judge_cost_usd": round(sum(p["judge_cost_usd"] for p in per), 6),
         "stale_blueprints": sorted(p["name"] for p in per if p["blueprint_stale"]),
         "incomplete_files": sorted(p["name"] for p in per if p["incomplete_logs"] or not p["report_written"]),
         "per_scenario": sorted(per, key=lambda p: p["name"]),

@@ -16,6 +16,7 @@ from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.records import Report
 from dynsteer_hook.report.html import REPORT_HTML, render_run
 from dynsteer_hook.report.markdown import render_markdown
+from dynsteer_hook.report.run_page import with_back_link
 
 AUDIT_LOG = "dynsteer_audit.jsonl"
 REPORT_JSON = "dynsteer_report.json"
@@ -47,12 +48,12 @@ def write_report(report: Report, out_dir: str | Path) -> tuple[Path, Path]:
 
 def write_run_report(report: Report, out_dir: str | Path, blueprint: Blueprint) -> tuple[Path, Path, Path]:
     """Write a rollout's report files into ``out_dir``: the JSON and Markdown pair (see ``write_report``), then the
-    HTML page that draws ``blueprint``.
+    HTML page that draws ``blueprint``, with a link back to the run page two folders up (``trajectories/<scenario>/``).
 
     Raises:
         OSError: A file could not be written (the pair is whole, old or new, whatever failed).
     """
     json_path, md_path = write_report(report, out_dir)
     html_path = Path(out_dir) / REPORT_HTML
-    write_text_atomic(html_path, render_run(report, blueprint))
+    write_text_atomic(html_path, with_back_link(render_run(report, blueprint)))
     return json_path, md_path, html_path

@@ -17,6 +17,7 @@ from ts_support import BLUEPRINTS, SCRIPTS, script_names
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.model.records import Report
 from dynsteer_hook.report.html import render_run
+from dynsteer_hook.report.run_page import with_back_link
 from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
 from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions, replay_runs
 
@@ -151,7 +152,8 @@ def live_runs(scenarios: dict[str, Any], tmp_path_factory: pytest.TempPathFactor
 
 
 def test_dynsteer_run_writes_the_run_page_beside_the_json_report(browser: Any, live_runs: Path, tmp_path: Path) -> None:
-    """Every live scenario has dynsteer_report.html next to its JSON report, rendered from that very report; in Chromium it
+    """Every live scenario has dynsteer_report.html next to its JSON report, rendered from that very report (with the link back
+    to the run page); in Chromium it
     draws one node per milestone plus the start, the live stop and first error, with no console error or request."""
     reports = sorted(live_runs.glob("*/trajectories/*/dynsteer_report.json"))
     assert len(reports) == sum(len(script_names(s)) for s in ("looping_agent", "minefield_agent"))
@@ -160,7 +162,7 @@ def test_dynsteer_run_writes_the_run_page_beside_the_json_report(browser: Any, l
         path = json_path.with_name("dynsteer_report.html")
         report = Report.model_validate_json(json_path.read_text())
         bp = load_blueprint(BLUEPRINTS / f"{report.task}.json")
-        assert path.read_text() == render_run(report, bp), path
+        assert path.read_text() == with_back_link(render_run(report, bp)), path
         page, problems = _open(browser, path)
         assert page.locator("#dag [data-node]").count() == len(bp.milestones) + 1, path
         assert page.locator('[data-mark="stop"]').count() == (1 if report.stop else 0)

@@ -94,7 +94,9 @@ def _options(args: argparse.Namespace) -> Any:
 def cmd_compare(args: argparse.Namespace) -> int:
     """Run ``dynsteer compare``."""
     from dynsteer_hook.files.outputs import write_json_atomic, write_text_atomic
+    from dynsteer_hook.report.compare_page import render_compare_page
     from dynsteer_hook.report.html import render_compare
+    from dynsteer_hook.report.run_page import INDEX_HTML
     from dynsteer_hook.toolsandbox.offline.compare import agents_from, compare, render_csv, render_markdown
 
     if not 0 <= args.epsilon < 1 or not 0 < args.significance < 1:
@@ -108,9 +110,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     write_json_atomic(args.out / "compare.json", result)
     write_text_atomic(args.out / "compare.csv", render_csv(result))
     write_text_atomic(args.out / "compare.md", markdown)
-    write_text_atomic(args.out / "compare.html", render_compare(result, markdown))
-    print(markdown)
-    print(f"wrote {args.out / 'compare.md'}, compare.html, compare.csv and compare.json")
+    write_text_atomic(args.out / "compare.html", render_compare(result, render_markdown(result, per_scenario=False)))
+    write_text_atomic(args.out / INDEX_HTML, render_compare_page(result))
+    print(render_markdown(result, per_scenario=False))
+    print(f"wrote {args.out / INDEX_HTML} (per scenario, linking to every replayed report), compare.md, compare.html, compare.csv and compare.json")
     return 0
 
 
@@ -129,6 +132,7 @@ def _line(r: dict[str, Any]) -> str:
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``dynsteer replay``."""
     from dynsteer_hook.llm.judges import cache_sentence
+    from dynsteer_hook.report.run_page import INDEX_HTML, console_table, replay_rows, totals
     from dynsteer_hook.toolsandbox.offline.replay import REPLAY_SUMMARY, replay_runs
 
     options = _options(args)
@@ -146,4 +150,5 @@ def cmd_replay(args: argparse.Namespace) -> int:
           + f"; summary {args.out / REPLAY_SUMMARY}")
     if summary["judge_cache"] is not None:
         print(cache_sentence(summary["judge_cache"]))
+    print(console_table(totals(replay_rows(summary["per_scenario"], args.out, args.out)), args.out / INDEX_HTML))
     return 0

@@ -95,10 +95,13 @@ def _verdict(result: dict[str, Any]) -> str:
 def _finish(results: list[dict[str, Any]], out: Path) -> int:
     """Print a verdict per scenario; an interrupted or faulty run ends in one sentence on stderr."""
     from dynsteer_hook.llm.judges import cache_sentence
+    from dynsteer_hook.report.run_page import INDEX_HTML, console_table, run_rows, totals
     from dynsteer_hook.report.run_summary import IN_FLIGHT, NOT_STARTED, interruption
 
     for r in sorted(results, key=lambda r: r["name"]):
         print(f"{r['name']}: {_verdict(r)}")
+    page = out / INDEX_HTML
+    print(console_table(totals(run_rows(results)), page if page.is_file() else None))
     cached = [r["dynsteer"]["judge_cache"] for r in results if (r.get("dynsteer") or {}).get("judge_cache")]
     if cached:
         print(cache_sentence({k: sum(c[k] for c in cached) for k in ("hits", "misses", "corrupt", "unwritable")}))

@@ -215,15 +215,17 @@ class LiveHook(RolloutHook):
         control: This process's Ctrl-C control.
         observers: Further hooks, told every lifecycle point in order.
         stale: The blueprint was compiled from another version of the public view.
+        write_report: Write the report files (false: the report stays in memory, for measuring what writing costs).
     """
 
     def __init__(self, evaluator: Evaluator, sink: JsonlSink, *, blueprint: Blueprint, trajectory: Path, control: InterruptControl,
-                 observers: Sequence[RolloutHook] = (), stale: bool = False) -> None:
+                 observers: Sequence[RolloutHook] = (), stale: bool = False, write_report: bool = True) -> None:
         self.evaluator = evaluator
         self.observers = tuple(observers)
         self.blueprint = blueprint
         self.trajectory = trajectory
         self.stale = stale
+        self.write_report = write_report
         self.evaluator_seconds = 0.0
         self.ended: RolloutEnd | None = None
         self._sink = sink
@@ -301,7 +303,8 @@ class LiveHook(RolloutHook):
             self._closed(judged, end.scenario)  # calls left waiting close unanswered at the end, and are judged
             report = with_files(report, stale=self.stale, incomplete_logs=self._gaps())
             try:
-                write_run_report(report, self.trajectory, self.blueprint)
+                if self.write_report:
+                    write_run_report(report, self.trajectory, self.blueprint)
                 report_error = None
             except OSError as exc:
                 report_error = f"{self.trajectory}: {reason(exc)}"

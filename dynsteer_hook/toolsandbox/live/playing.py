@@ -65,6 +65,7 @@ class RunOptions:
     user_model: ModelSettings | None = None  # the model of the LiteLLM user
     allow_stale: bool = False  # play blueprints compiled from another version of the public view
     observers: tuple[RolloutHook, ...] = ()  # further hooks of every rollout (picklable: spawn workers get copies)
+    write_reports: bool = True  # internal: false writes no report files and no run page (to measure what writing them costs)
 
 
 def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRole], ScriptedAgent | None]:
@@ -129,7 +130,8 @@ def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], s
         for role in roles.values():
             role.teardown()
         return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=0, seconds=0.0, spent=0.0)
-    with LiveHook(evaluator, sink, blueprint=bp, trajectory=trajectory, control=control, observers=observers, stale=stale) as hook:
+    with LiveHook(evaluator, sink, blueprint=bp, trajectory=trajectory, control=control, observers=observers, stale=stale,
+                  write_report=options.write_reports) as hook:
         agent_model = options.agent_model.model if options.agent_model is not None else None
         hook.on_rollout_start(RolloutStart(name, options.agent, agent_model, options.user, path.name, stale, scenario.max_messages))
         session = RolloutSession(hook, name)

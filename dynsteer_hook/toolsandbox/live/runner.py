@@ -18,6 +18,7 @@ from typing import Any
 from dynsteer_hook.files.outputs import create_dir, reason, write_json_atomic
 from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import OutputError
+from dynsteer_hook.report.run_page import run_rows, write_run_page
 from dynsteer_hook.report.run_summary import IN_FLIGHT, dynsteer_summary
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
@@ -91,6 +92,8 @@ def run_scenarios(
         write_json_atomic(output_directory / RESULT_SUMMARY, result_summary(results))
         if options.evaluator == "dynsteer":
             write_json_atomic(output_directory / SUMMARY_FILE, dynsteer_summary(results))
+        if options.write_reports:
+            write_run_page(output_directory, f"dynsteer run: {output_directory.name}", run_rows(sorted(results, key=lambda r: r["name"])))
     except OSError as exc:
         raise OutputError(
             f"the run summaries cannot be written to {output_directory} ({reason(exc)}); the scenario files written there "

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.model.errors import DynsteerError
+from dynsteer_hook.report.compare_page import markdown_rows, md_row, replay_href, scenario_table
 from dynsteer_hook.toolsandbox.offline.metaeval import (
     PairKey,
     PairTest,
@@ -128,6 +129,7 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
     scores: dict[str, dict[str, dict[PairKey, float]]] = {e: {} for e in EVALUATORS}
     per_agent: dict[str, dict[str, Any]] = {}
     stops: list[dict[str, Any]] = []
+    cells: list[dict[str, Any]] = []
     for agent in agents:
         rows: list[dict[str, Any]] = []
         repeat_means: dict[str, list[float]] = {e: [] for e in EVALUATORS}
@@ -146,6 +148,9 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
                 scores["dynsteer"].setdefault(agent.name, {})[(x["scenario"], r)] = float(x["score"])
                 if x["native_similarity"] is not None:
                     scores["native"].setdefault(agent.name, {})[(x["scenario"], r)] = float(x["native_similarity"])
+                cells.append({"agent": agent.name, "repeat": r, "scenario": x["scenario"], "score": x["score"], "native": x["native_similarity"],
+                              "stop": x["stop"]["reason"] if x["virtual_stop"] is not None else None,
+                              "href": replay_href(agent.name, r, x["run"], x["scenario"])})
                 if x["virtual_stop"] is not None:
                     stops.append({"agent": agent.name, "task": x["scenario"], "reason": x["stop"]["reason"], **x["virtual_stop"]})
         if not rows:
@@ -172,6 +177,7 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
             "saturation": round(saturation([v for s in present.values() for v in s.values()]), 6),
         }
     result["stops_by_criterion"] = stop_table(stops)
+    result["per_scenario"] = scenario_table(cells, list(per_agent), eps)
     result["distributions"] = {
         a: {**{e: sorted(scores[e].get(a, {}).values()) for e in EVALUATORS},
             "stop_progress": sorted(s["stop_progress"] for s in stops if s["agent"] == a)}
@@ -219,8 +225,8 @@ def _pair(t: PairTest) -> dict[str, Any]:
             "p_value": None if t.p_value is None else float(f"{t.p_value:.6g}"), "beyond_margin": t.beyond_margin, "significant": t.significant}
 
 
-def render_markdown(result: Mapping[str, Any]) -> str:
-    """Tables 1 and 3 and the pair tests as Markdown."""
+def render_markdown(result: Mapping[str, Any], *, per_scenario: bool = True) -> str:
+    """Tables 1 and 3, the pair tests and (``per_scenario``) the per-scenario table as Markdown, every cell escaped."""
     eps, alpha = result["epsilon"], result["alpha"]
     lines = ["# DynSTEER comparison", "", f"Margin eps = {eps}, significance alpha = {alpha} (paired Wilcoxon signed-rank).", "",
              "## Table 1: scores per agent", "",
@@ -228,44 +234,56 @@ def render_markdown(result: Mapping[str, Any]) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for name, a in result["agents"].items():
         d, n = a["dynsteer"], a["native"]
-        lines.append(f"| {name} | {a['repeats']} | {a['trajectories']} | {d['mean']:.4f} | {d['std_over_repeats']:.4f} | {n['mean']:.4f} | "
-                     f"{n['std_over_repeats']:.4f} | {a['stop_rate']:.2%} | {d['saturation']:.2%} / {n['saturation']:.2%} | {a['judge']['calls']} | "
-                     f"{a['judge']['tokens']} | {a['judge']['cost_usd']:.6f} |")
+        lines.append(md_row([name, a["repeats"], a["trajectories"], f"{d['mean']:.4f}", f"{d['std_over_repeats']:.4f}", f"{n['mean']:.4f}",
+                             f"{n['std_over_repeats']:.4f}", f"{a['stop_rate']:.2%}", f"{d['saturation']:.2%} / {n['saturation']:.2%}",
+                             a["judge"]["calls"], a["judge"]["tokens"], f"{a['judge']['cost_usd']:.6f}"]))
     lines += ["", "## Discriminability (eq. 10)", "", "| evaluator | mu | sigma_pop | CV | pairs beyond eps | significant pairs | DS(eps) | saturation |",
               "|---|---|---|---|---|---|---|---|"]
     for e, v in result["evaluators"].items():
         ds = v["discriminability"]
-        lines.append(f"| {e} | {ds['mu']:.4f} | {ds['sigma_pop']:.4f} | {ds['cv']:.4f} | {ds['beyond_margin']}/{ds['pairs']} | "
-                     f"{ds['significant']}/{ds['pairs']} | {ds['ds']:.4f} | {v['saturation']:.2%} |")
+        lines.append(md_row([e, f"{ds['mu']:.4f}", f"{ds['sigma_pop']:.4f}", f"{ds['cv']:.4f}", f"{ds['beyond_margin']}/{ds['pairs']}",
+                             f"{ds['significant']}/{ds['pairs']}", f"{ds['ds']:.4f}", f"{v['saturation']:.2%}"]))
     lines += ["", "## Agent pairs", "", "| evaluator | pair | means | paired n | p | separated |", "|---|---|---|---|---|---|"]
     for e, v in result["evaluators"].items():
         for p in v["pairs"]:
             pv = "-" if p["p_value"] is None else f"{p['p_value']:.3g}"
-            lines.append(f"| {e} | {p['a']} vs {p['b']} | {p['mean_a']:.4f} / {p['mean_b']:.4f} | {p['paired']} | {pv} | {'yes' if p['significant'] else 'no'} |")
+            lines.append(md_row([e, f"{p['a']} vs {p['b']}", f"{p['mean_a']:.4f} / {p['mean_b']:.4f}", p["paired"], pv,
+                                 "yes" if p["significant"] else "no"]))
     lines += ["", "## Table 3: virtual stops per criterion", "", "| criterion | halted runs | unique tasks | mean stop progress | mean saved progress |",
               "|---|---|---|---|---|"]
     for reason, s in result["stops_by_criterion"].items():
-        lines.append(f"| {reason} | {s['halted_runs']} | {s['unique_tasks']} | {s['mean_stop_progress']:.4f} | {s['mean_saved_progress']:.4f} |")
+        lines.append(md_row([reason, s["halted_runs"], s["unique_tasks"], f"{s['mean_stop_progress']:.4f}", f"{s['mean_saved_progress']:.4f}"]))
     if not result["stops_by_criterion"]:
         lines.append("| (no stop) | 0 | 0 | - | - |")
-    routing = result.get("routing")
-    if routing:
-        def pct(v: float | None) -> str:
-            return "-" if v is None else f"{v:.1%}"
-
-        tau = "-" if routing["kendall_tau"] is None else f"{routing['kendall_tau']:.3f}"
-        lines += ["", "## Adaptive ladder against all stages at Tier 3", "",
-                  f"LLM judge requests {routing['adaptive']['llm_requests']} against {routing['all_tier3']['llm_requests']} "
-                  f"({pct(routing['call_share'])}), "
-                  f"tokens {pct(routing['token_share'])}, cost {pct(routing['cost_share'])}; Kendall tau between the agent rankings {tau}; "
-                  f"DS(eps) {routing['ds']['adaptive']:.4f} adaptive, {routing['ds']['all_tier3']:.4f} all Tier 3.", "",
-                  "| agent | LLM requests adaptive | all Tier 3 | share | tokens adaptive | tokens all Tier 3 | cost adaptive | cost all Tier 3 | "
-                  "DynSTEER mean adaptive | all Tier 3 |", "|---|---|---|---|---|---|---|---|---|---|"]
-        for name, v in routing["agents"].items():
-            a, f = v["adaptive"], v["all_tier3"]
-            lines.append(f"| {name} | {a['llm_requests']} | {f['llm_requests']} | {pct(v['call_share'])} | {a['tokens']} | {f['tokens']} | {a['cost_usd']:.6f} | "
-                         f"{f['cost_usd']:.6f} | {v['dynsteer_mean']['adaptive']:.4f} | {v['dynsteer_mean']['all_tier3']:.4f} |")
+    lines += _routing_lines(result.get("routing"))
+    if per_scenario and result.get("per_scenario"):
+        lines += ["", "## Per scenario", "", "Scenarios where the evaluators rank two agents in opposite orders (beyond eps) first; "
+                  "each report link is one repeat's replayed report.", ""]
+        lines += markdown_rows(result["per_scenario"], list(result["agents"]))
     return "\n".join(lines) + "\n"
+
+
+def _routing_lines(routing: Mapping[str, Any] | None) -> list[str]:
+    """The section on the adaptive ladder against every stage at Tier 3 (none without the baseline)."""
+    if not routing:
+        return []
+
+    def pct(v: float | None) -> str:
+        return "-" if v is None else f"{v:.1%}"
+
+    tau = "-" if routing["kendall_tau"] is None else f"{routing['kendall_tau']:.3f}"
+    lines = ["", "## Adaptive ladder against all stages at Tier 3", "",
+             f"LLM judge requests {routing['adaptive']['llm_requests']} against {routing['all_tier3']['llm_requests']} "
+             f"({pct(routing['call_share'])}), "
+             f"tokens {pct(routing['token_share'])}, cost {pct(routing['cost_share'])}; Kendall tau between the agent rankings {tau}; "
+             f"DS(eps) {routing['ds']['adaptive']:.4f} adaptive, {routing['ds']['all_tier3']:.4f} all Tier 3.", "",
+             "| agent | LLM requests adaptive | all Tier 3 | share | tokens adaptive | tokens all Tier 3 | cost adaptive | cost all Tier 3 | "
+             "DynSTEER mean adaptive | all Tier 3 |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for name, v in routing["agents"].items():
+        a, f = v["adaptive"], v["all_tier3"]
+        lines.append(md_row([name, a["llm_requests"], f["llm_requests"], pct(v["call_share"]), a["tokens"], f["tokens"], f"{a['cost_usd']:.6f}",
+                             f"{f['cost_usd']:.6f}", f"{v['dynsteer_mean']['adaptive']:.4f}", f"{v['dynsteer_mean']['all_tier3']:.4f}"]))
+    return lines
 
 
 def render_csv(result: Mapping[str, Any]) -> str:

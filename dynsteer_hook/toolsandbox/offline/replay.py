@@ -30,6 +30,8 @@ from dynsteer_hook.files.outputs import JsonlSink, write_json_atomic
 from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
+from dynsteer_hook.report.run_page import INDEX_HTML, replay_rows, write_run_page
+from dynsteer_hook.report.run_summary import ErrorBrief, StopBrief, clip
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
@@ -216,11 +218,15 @@ def _result(recording: Recording, report: Any, vstop: VirtualStop | None, batche
         "outcome": report.outcome,
         "score": report.score,
         "native_similarity": recorded.get("similarity"),
+        "native_milestone_similarity": recorded.get("milestone_similarity"),
+        "native_minefield_similarity": recorded.get("minefield_similarity"),
         "halted": report.halted,
-        "stop": None if stop is None else {"reason": stop.reason, "k": stop.k, "t": stop.t, "anchor": stop.anchor, "dimension": stop.dimension},
+        "stop": None if stop is None else StopBrief(reason=stop.reason, k=stop.k, t=stop.t, anchor=stop.anchor, dimension=stop.dimension,
+                                                    cause=clip(stop.detail), minefield=stop.minefield, tool=stop.tool).model_dump(),
         "virtual_stop": None if vstop is None else vstop.to_dict(),
         "batches": batches,
-        "first_error": None if report.first_error is None else {"k": report.first_error.k, "t": report.first_error.t},
+        "t": report.t,
+        "first_error": None if report.first_error is None else ErrorBrief.of(report.first_error).model_dump(),
         "recorded_live_stop": None if live is None else live.get("stop"),
         "judge_usage": report.judge_usage.model_dump(),
         "seconds": round(seconds, 4),
@@ -301,9 +307,12 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
     results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress))
     summary = summarize(results, skipped)
     for run in runs:
-        mine = [r for r in results if r["run"] == str(run)]
-        write_json_atomic(out / run.name / REPLAY_SUMMARY, summarize(mine, [s for s in skipped if s["run"] == str(run)]))
+        mine = summarize([r for r in results if r["run"] == str(run)], [s for s in skipped if s["run"] == str(run)])
+        write_json_atomic(out / run.name / REPLAY_SUMMARY, mine)
+        write_run_page(out / run.name, f"dynsteer replay: {run.name}", replay_rows(mine["per_scenario"], out / run.name, out), kind="replay",
+                       links=[("all runs of this replay", "../" + INDEX_HTML)])
     write_json_atomic(out / REPLAY_SUMMARY, summary)
+    write_run_page(out, f"dynsteer replay: {out.name}", replay_rows(summary["per_scenario"], out, out), kind="replay")
     return summary
 
 

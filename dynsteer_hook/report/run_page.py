@@ -1,0 +1,227 @@
+"""The run page: ``index.html`` at the top of a run's, a replay's or a comparison's output folder.
+
+One row per scenario (name, ToolSandbox categories, outcome, dynsteer score, ToolSandbox
+similarity with its milestone and minefield parts, the stop and its clocks, the first error in
+words, steps and steps saved, judge calls and cost), the totals on top, and a link from every row
+to the scenario's own page (which links back). The page is static and self-contained: the rows
+travel as one JSON blob in a ``<script type="application/json">`` block that a small inline
+script (allowed by its hash alone) turns into a table with ``textContent``, so a hostile name
+never becomes an element; sorting and the filters (outcome, stop reason, category, free text)
+live in the URL's fragment. The console prints the same totals as a short table.
+
+Rows are made from the records a run already holds (``result_summary.json``'s entries with their
+``dynsteer`` block, or ``replay_summary.json``'s), so writing the page reads no report file.
+"""
+
+from __future__ import annotations
+
+import base64
+import functools
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote, unquote
+
+from dynsteer_hook.files.outputs import write_text_atomic
+from dynsteer_hook.report.html import REPORT_HTML
+
+INDEX_HTML = "index.html"
+"""The run page's file name, at the top of the output folder."""
+BACK_HREF = "../../" + INDEX_HTML
+"""Where a scenario page (``trajectories/<scenario>/``) finds its run page."""
+
+
+def scenario_href(name: str, prefix: str = "") -> str:
+    """The relative URL of a scenario's page under ``prefix`` (a folder path, '' or ending in '/'), percent-encoded."""
+    return prefix + "trajectories/" + quote(name, safe="") + "/" + REPORT_HTML
+
+
+def error_words(fe: Mapping[str, Any] | None) -> str:
+    """A first error as one line: the step on both clocks, its stage, the dimension it cost, its cause and detail."""
+    if not fe:
+        return ""
+    head = f"step t={fe['t']} (event k={fe['k']})"
+    if fe.get("stage"):
+        head += f", stage {fe['stage']}"
+    what = ": ".join(str(x) for x in (fe.get("dimension"), fe.get("cause")) if x)
+    text = f"{head}; {what}" if what else head
+    return f"{text} ({fe['detail']})" if fe.get("detail") else text
+
+
+def _num(value: Any) -> float | None:
+    return None if value is None else round(float(value), 6)
+
+
+def _stop_fields(stop: Mapping[str, Any] | None) -> dict[str, Any]:
+    if not stop:
+        return {"stop": "", "clock": "", "cause": ""}
+    return {"stop": str(stop["reason"]), "clock": f"k={stop['k']}, t={stop['t']}",
+            "cause": str(stop.get("cause") or stop.get("detail") or "")}
+
+
+def run_rows(results: Iterable[Mapping[str, Any]], *, prefix: str = "") -> list[dict[str, Any]]:
+    """One row per result record of ``dynsteer run`` (``result_summary.json``'s entries, Ctrl-C's stopped ones too)."""
+    rows: list[dict[str, Any]] = []
+    for r in results:
+        d: Mapping[str, Any] = r.get("dynsteer") or {}
+        crash = _crash(r) or d.get("crash")
+        if r.get("interrupted"):
+            outcome = "interrupted"
+        elif d:
+            outcome = str(d["outcome"])
+        else:
+            outcome = "crashed" if crash else "played"
+        halted = bool(d.get("halted"))
+        rows.append({
+            "name": str(r["name"]),
+            "href": scenario_href(str(r["name"]), prefix) if d and d.get("report_written", True) else None,
+            "cats": [str(c) for c in r.get("categories") or []],
+            "outcome": outcome,
+            "score": _num(d.get("score")) if d else None,
+            "sim": _num(r.get("similarity")),
+            "ms": _num(r.get("milestone_similarity")),
+            "mf": _num(r.get("minefield_similarity")),
+            **_stop_fields(d.get("stop")),
+            "fe": error_words(d.get("first_error") if isinstance(d.get("first_error"), Mapping) else None),
+            "crash": crash or "",
+            "steps": d.get("t"),
+            "saved": d.get("scripted_steps_not_played") if halted else None,
+            "calls": d.get("judge_calls", 0) if d else None,
+            "cost": _num(d.get("judge_cost_usd", 0.0)) if d else None,
+            "secs": _num(d.get("rollout_seconds")),
+        })
+    return rows
+
+
+def _crash(r: Mapping[str, Any]) -> str | None:
+    if not r.get("exception_type"):
+        return None
+    last = str(r.get("traceback") or "").strip().splitlines()[-1:]
+    return last[0] if last else str(r["exception_type"])
+
+
+def replay_rows(per_scenario: Iterable[Mapping[str, Any]], base: Path, out: Path) -> list[dict[str, Any]]:
+    """One row per replayed scenario (``replay_summary.json``'s ``per_scenario``); ``out`` is the replay's folder and
+    ``base`` the folder the page is written in (``out`` or one run's folder below it)."""
+    rows: list[dict[str, Any]] = []
+    for r in per_scenario:
+        run_dir = out / Path(str(r["run"])).name
+        prefix = "" if run_dir == base else run_dir.relative_to(base).as_posix() + "/"
+        usage = r.get("judge_usage") or {}
+        vstop = r.get("virtual_stop")
+        rows.append({
+            "name": str(r["scenario"]),
+            "href": scenario_href(str(r["scenario"]), prefix),
+            "cats": [str(c) for c in r.get("categories") or []],
+            "outcome": str(r["outcome"]),
+            "score": _num(r["score"]),
+            "sim": _num(r.get("native_similarity")),
+            "ms": _num(r.get("native_milestone_similarity")),
+            "mf": _num(r.get("native_minefield_similarity")),
+            **_stop_fields(r.get("stop")),
+            "fe": error_words(r.get("first_error")),
+            "crash": "",
+            "steps": r.get("t"),
+            "saved": None if vstop is None else vstop.get("saved_batches"),
+            "calls": sum((usage.get("calls_by_tier") or {}).values()),
+            "cost": _num(usage.get("cost_usd", 0.0)),
+            "secs": _num(r.get("seconds")),
+        })
+    return rows
+
+
+def totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The run's totals over its rows: outcomes, halts by reason, mean scores, steps saved, judge calls and cost."""
+    judged = [r["score"] for r in rows if r["score"] is not None and r["outcome"] not in ("crashed", "interrupted")]
+    sims = [r["sim"] for r in rows if r["sim"] is not None]
+    return {
+        "scenarios": len(rows),
+        "outcomes": dict(Counter(r["outcome"] for r in rows).most_common()),
+        "halts_by_reason": dict(Counter(r["stop"] for r in rows if r["stop"]).most_common()),
+        "mean_score": round(sum(judged) / len(judged), 4) if judged else None,
+        "mean_similarity": round(sum(sims) / len(sims), 4) if sims else None,
+        "steps_saved": sum(r["saved"] or 0 for r in rows),
+        "judge_calls": sum(r["calls"] or 0 for r in rows),
+        "judge_cost_usd": round(sum(r["cost"] or 0.0 for r in rows), 6),
+    }
+
+
+def console_table(t: Mapping[str, Any], page: Path | None = None) -> str:
+    """The totals as a short table for the end of the console output."""
+    def counts(c: Mapping[str, int]) -> str:
+        return ", ".join(f"{k} {v}" for k, v in c.items()) or "none"
+
+    def mean(v: float | None) -> str:
+        return "-" if v is None else f"{v:.3f}"
+
+    lines = [
+        ("scenarios", f"{t['scenarios']}: {counts(t['outcomes'])}"),
+        ("halts", f"{sum(t['halts_by_reason'].values())}: {counts(t['halts_by_reason'])}" if t["halts_by_reason"] else "none"),
+        ("mean score", f"dynsteer {mean(t['mean_score'])}, ToolSandbox similarity {mean(t['mean_similarity'])}"),
+        ("steps saved", str(t["steps_saved"])),
+        ("judge calls", f"{t['judge_calls']} (cost ${t['judge_cost_usd']:.4f})"),
+    ]
+    if page is not None:
+        lines.append(("run page", str(page)))
+    width = max(len(k) for k, _ in lines)
+    return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in lines)
+
+
+def embed_json(data: Any) -> str:
+    """JSON text safe inside ``<script type="application/json">``: no ``</script>``, ``<!--`` or line separator can
+    end or change the block (``<``, ``>`` and ``&`` are written as escapes, which JSON reads back unchanged)."""
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return text
+
+
+@functools.cache
+def templates() -> Any:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader("dynsteer_hook.report", "templates"), autoescape=True,
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+@functools.cache
+def _script() -> tuple[str, str]:
+    """The page's script and its CSP hash (the only script the page may run)."""
+    text = resources.files("dynsteer_hook.report").joinpath("templates").joinpath("run_page.js").read_text(encoding="utf-8")
+    return text, "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
+
+
+def render_run_page(title: str, rows: Sequence[Mapping[str, Any]], *, kind: str = "run", links: Sequence[tuple[str, str]] = ()) -> str:
+    """The run page of ``rows`` (from ``run_rows`` or ``replay_rows``); ``links`` are further (label, href) pairs."""
+    from markupsafe import Markup
+
+    script, digest = _script()
+    return str(templates().get_template("run_page.html.j2").render(
+        title=title, kind=kind, totals=totals(rows), links=list(links), digest=digest,
+        data=Markup(embed_json({"rows": list(rows)})), script=Markup(script),
+    ))
+
+
+def write_run_page(out: Path, title: str, rows: Sequence[Mapping[str, Any]], *, kind: str = "run",
+                   links: Sequence[tuple[str, str]] = ()) -> Path:
+    """Write ``out/index.html`` atomically; its path.
+
+    Raises:
+        OSError: It could not be written (nothing else is touched).
+    """
+    path = out / INDEX_HTML
+    # A row links to a page that is there (a scenario Ctrl-C kept from starting, or a full disk, left none).
+    rows = [r if not r["href"] or (out / unquote(r["href"])).is_file() else {**r, "href": None} for r in rows]
+    write_text_atomic(path, render_run_page(title, rows, kind=kind, links=links))
+    return path
+
+
+def with_back_link(page: str, href: str = BACK_HREF) -> str:
+    """A scenario page with a link back to its run page at the top of its body."""
+    link = (f'<nav style="margin:0 0 10px"><a id="run-page-link" href="{href}">&larr; all scenarios of this run</a></nav>')
+    head, sep, tail = page.partition("<body>")
+    return head + sep + link + tail if sep else page
