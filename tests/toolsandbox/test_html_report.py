@@ -169,6 +169,11 @@ def test_dynsteer_run_writes_the_run_page_beside_the_json_report(browser: Any, l
         blocked = 1 if report.stop is not None and report.stop.reason == "fatal_minefield" else 0
         assert page.locator("#timeline [data-step]").count() == len(report.steps) + blocked
         assert problems == [], (path, problems)
+        assert report.transcript is not None and page.locator("#transcript > li").count() == len(report.transcript.entries)
+        assert page.locator("#request").inner_text() == report.transcript.request
+        assert page.locator('[data-status="blocked"]').count() == blocked
+        if report.halted:  # ToolSandbox scored the cut trajectory, and the page says so
+            assert "of the cut trajectory" in page.locator("#similarity").inner_text()
         halted += report.halted
         if report.halted and halted == 1:
             shot = tmp_path / "live_halted.png"
