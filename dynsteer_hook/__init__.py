@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from dynsteer_hook.model.records import AuditSink, ListSink, Report, StageRecord, StopRecord
     from dynsteer_hook.model.task_view import TaskView
     from dynsteer_hook.report.markdown import render_markdown
+    from dynsteer_hook.report.scenario_page import write_html_report
     from dynsteer_hook.report.writer import write_report
     from dynsteer_hook.runtime.clock import ClosedAction, DualClock
     from dynsteer_hook.runtime.evaluator import Evaluator
@@ -109,6 +110,7 @@ _HOMES: dict[str, str] = {
     "render_markdown": "dynsteer_hook.report.markdown",
     "save_blueprint": "dynsteer_hook.files.blueprints",
     "validate_blueprint": "dynsteer_hook.model.contract",
+    "write_html_report": "dynsteer_hook.report.scenario_page",
     "write_report": "dynsteer_hook.report.writer",
 }
 
@@ -168,6 +170,7 @@ __all__ = [
     "render_markdown",
     "save_blueprint",
     "validate_blueprint",
+    "write_html_report",
     "write_report",
 ]
 

@@ -73,7 +73,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         gap = IncompleteLog(file=AUDIT_LOG, from_record=sink.records, reason=sink.error) if sink.error else None
         report = with_files(report, incomplete_logs=(gap,) if gap else ())
         try:
-            json_path, _ = stage_report(staged, report, out)
+            json_path, _ = stage_report(staged, report, out, bp)
             staged.commit()
         except OSError as exc:
             raise OutputError(

@@ -63,7 +63,7 @@ def test_evaluate_halted_run_is_a_result(files: dict[str, Path], capsys: pytest.
     files["events"].write_text(json.dumps(event_to_record(call("1", "delete_all"))) + "\n", encoding="utf-8")
     assert evaluate(files) == 0
     out = capsys.readouterr().out
-    assert "halted (fatal_minefield at k=1, t=0)" in out
+    assert "halted (fatal_minefield at k=1, t=1)" in out
     report = Report.model_validate_json((files["report"] / REPORT_JSON).read_text(encoding="utf-8"))
     assert report.stop is not None and report.stop.minefield == "mf:delete_all"
 

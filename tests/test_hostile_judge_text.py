@@ -27,7 +27,7 @@ from dynsteer_hook.judges.base import JudgeRequest, StageContext, StageGoal
 from dynsteer_hook.judges.steps import CallFacts, Step
 from dynsteer_hook.judges.templates import CLIP, DATA_CLOSE, DATA_OPEN, SpecialistJudgement, specialist_messages, standard_messages
 from dynsteer_hook.model.catalog import ArgIssue
-from dynsteer_hook.model.records import FirstError, Report, StopRecord, TraceFaultRecord
+from dynsteer_hook.model.records import FirstError, Report, StopRecord, TraceFaultRecord, Transcript
 from dynsteer_hook.model.untrusted import skeleton
 from dynsteer_hook.report.markdown import render_markdown
 
@@ -199,6 +199,17 @@ def _stage(report: Report, **kw: Any) -> list[Any]:
     return [first.model_copy(update=update), *report.stages[1:]]
 
 
+def _transcript(report: Report, x: str) -> Transcript:
+    """The report's transcript with ``x`` in every text an agent, a user or a tool wrote."""
+    tr = report.transcript
+    assert tr is not None
+    entries = [e.model_copy(update={"text": x if e.text is not None else None, "calls": [
+        c.model_copy(update={"tool": x, "arguments": x, "result": x, "error": x, "rule": x, "faults": [x]}) for c in e.calls]})
+        for e in tr.entries]
+    tools = [t.model_copy(update={"name": x, "description": x}) for t in tr.tools]
+    return tr.model_copy(update={"request": x, "tools": tools, "entries": entries})
+
+
 REPORT_FIELDS: dict[str, Callable[[Report, str], Report]] = {
     "task": lambda r, x: r.model_copy(update={"task": x}),
     "settled, unsettled and pending": lambda r, x: r.model_copy(update={"settled": [x], "unsettled": [x, x], "pending_calls": [x]}),
@@ -210,6 +221,7 @@ REPORT_FIELDS: dict[str, Callable[[Report, str], Report]] = {
     "stage rationale": lambda r, x: r.model_copy(update={"stages": _stage(r, rationale={**r.stages[0].rationale, "safety": x})}),
     "step tools, settled and out of order": lambda r, x: r.model_copy(update={"steps": [
         replace(r.steps[0], tools=[x, x], settled=[x], out_of_order=[x]), *r.steps[1:]]}),
+    "transcript request, tools, messages, calls and results": lambda r, x: r.model_copy(update={"transcript": _transcript(r, x)}),
     "trace fault": lambda r, x: r.model_copy(update={"trace_faults": [
         TraceFaultRecord(kind=x, k=3, call_id=x, tool=x, detail=x)]}),
 }
@@ -254,9 +266,11 @@ def _check_markdown(report: Report, injected: str) -> None:
                  "blockquote_open", "ordered_list_open"}
     assert not forbidden & {t.type for t in every}, sorted(forbidden & {t.type for t in every})
     headings = [(tok.tag, tokens[i + 1].content) for i, tok in enumerate(tokens) if tok.type == "heading_open"]
-    assert [h for h, _ in headings] == ["h1", "h2", "h3", "h2", "h2"]
-    assert [text for _, text in headings[1:]] == ["Stages", "Rationale", "Steps", "Trace faults"]
-    stages, steps, faults = _tables(tokens)
+    assert [h for h, _ in headings] == ["h1", "h2", "h2", "h3", "h2", "h2", "h2"]
+    assert [text for _, text in headings[1:]] == ["Task", "Stages", "Rationale", "Steps", "Trace faults", "Transcript"]
+    tools, stages, steps, faults, transcript = _tables(tokens)
+    assert [len(row) for row in tools] == [2] * len(report.transcript.tools)  # type: ignore[union-attr]
+    assert [len(row) for row in transcript] == [6] * sum(max(1, len(e.calls)) for e in report.transcript.entries)  # type: ignore[union-attr]
     assert [len(row) for row in stages] == [10] * len(report.stages)
     assert [len(row) for row in steps] == [6] * len(report.steps)
     assert [len(row) for row in faults] == [4] * len(report.trace_faults)

@@ -91,7 +91,7 @@ class Command:
 
 COMMANDS = [
     Command("evaluate", lambda ws, out: ["evaluate", "--blueprint", str(ws / "bp.json"), "--events", str(ws / "trace.jsonl"),
-                                         "--report", str(out)], ("dynsteer_report.json", "dynsteer_audit.jsonl", "dynsteer_report.md")),
+                                         "--report", str(out)], ("dynsteer_report.json", "dynsteer_audit.jsonl", "dynsteer_report.md", "dynsteer_report.html")),
     Command("compile", lambda ws, out: ["compile", "--view", str(ws / "view.json"), "-o", str(out)], (f"{VIEW.task}.json",)),
     Command("run", lambda ws, out: ["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPT), "-s", "cellular_off",
                                     "-p", "1", "-o", str(out)], (), toolsandbox=True),
@@ -147,7 +147,7 @@ def test_evaluate_into_a_symlinked_folder_works(tmp_path: Path, capsys: pytest.C
     (tmp_path / "trace.jsonl").write_bytes(TRACE)
     code = main(["evaluate", "--blueprint", str(tmp_path / "bp.json"), "--events", str(tmp_path / "trace.jsonl"), "--report", str(tmp_path / "link")])
     assert code == 0 and "completed" in capsys.readouterr().out
-    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["dynsteer_audit.jsonl", "dynsteer_report.json", "dynsteer_report.md"]
+    assert sorted(p.name for p in (tmp_path / "real").iterdir()) == ["dynsteer_audit.jsonl", "dynsteer_report.html", "dynsteer_report.json", "dynsteer_report.md"]
 
 
 # ---- standard output --------------------------------------------------------------------------------------------------

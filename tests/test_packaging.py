@@ -28,9 +28,10 @@ def test_installed_wheel_finds_a_shipped_blueprint(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(src)],
                    check=True, capture_output=True, cwd=tmp_path, timeout=300)
     [wheel] = wheels.glob("*.whl")
-    assert f"dynsteer_hook/blueprints/toolsandbox/{SCENARIO}.json" in zipfile.ZipFile(wheel).namelist()
-    assert {"dynsteer_hook/report/templates/run_page.html.j2", "dynsteer_hook/report/templates/run_page.js",
-            "dynsteer_hook/report/templates/compare_page.html.j2"} <= set(zipfile.ZipFile(wheel).namelist())
+    names = zipfile.ZipFile(wheel).namelist()
+    assert f"dynsteer_hook/blueprints/toolsandbox/{SCENARIO}.json" in names
+    shipped = {n.rsplit("/", 1)[1] for n in names if n.startswith("dynsteer_hook/report/templates/")}
+    assert shipped == {p.name for p in (REPO / "dynsteer_hook" / "report" / "templates").iterdir()}, shipped
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--no-deps", "-q", "--target", str(target), str(wheel)],
                    check=True, capture_output=True, cwd=tmp_path, timeout=300)
@@ -42,6 +43,8 @@ def test_installed_wheel_finds_a_shipped_blueprint(tmp_path: Path) -> None:
         "assert 'id=\"run-data\"' in render_run_page('t', []), 'the run page template is not in the wheel'\n"
         "d = default_blueprint_dir()\n"
         f"bp = load_valid_blueprint(blueprint_path(d, {SCENARIO!r}))\n"
+        "from dynsteer_hook.report.scenario_page import environment\n"
+        "assert environment().get_template('scenario.html.j2').filename.startswith(dynsteer_hook.__file__.rsplit('/', 1)[0])\n"
         "print(dynsteer_hook.__file__); print(d); print(bp.task); print(len(list(d.glob('*.json'))))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"PYTHONPATH": str(target)}

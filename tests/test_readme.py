@@ -50,6 +50,6 @@ def test_readme_example_catches_the_halt_before_a_fatal_call(tmp_path: Path, mon
     """A fatal call raises ``Halt`` out of ``observe``; the example prints the stop and still gets the report."""
     namespace = _run("minefield_off_path", [call("1", "delete_all")], tmp_path, monkeypatch)
     # structlog, left unconfigured by a program that embeds the evaluator, logs the halt on stdout too
-    assert capsys.readouterr().out.splitlines()[-1] == "fatal_minefield 1 0"
+    assert capsys.readouterr().out.splitlines()[-1] == "fatal_minefield 1 1"  # the stop names the action of the fatal call
     report = namespace["report"]
     assert isinstance(report, Report) and report.outcome == "halted" and report.stop is not None

@@ -21,7 +21,7 @@ def test_markdown_of_a_completed_run() -> None:
     md = render_markdown(run(family("chain").blueprint(), settle_events(["a", "b", "c"])).report)
     assert md.startswith("# DynSTEER report: chain\n")
     assert "- Outcome: **completed**; score 1.000; k=7 raw events, t=3 closed actions" in md
-    assert "| 2 | b | [1,2] | [3,5] | 1.000 |" in md
+    assert "| 2 | b | \\[1,2\\] | \\[3,5\\] | 1.000 |" in md
     assert "- **c** (t=3, anchor b)" in md
     assert "| 3 | 6-7 | tool | op_c | c | - |" in md
 
@@ -31,7 +31,7 @@ def test_markdown_of_a_halted_run() -> None:
     r = run(family("minefield_off_path").blueprint(), [UserMessage("go"), *act("1", "op_a", {"x": "a"}), call("2", "delete_all")])
     md = render_markdown(r.report)
     assert "- Outcome: **halted**" in md
-    assert "- Stop: **fatal_minefield** at k=4, t=1; anchor a; causal dimension safety; frontier b" in md
+    assert "- Stop: **fatal_minefield** at k=4, t=2; anchor a; causal dimension safety; frontier b" in md
     assert "- First error: k=4, t=2 (stage -, safety, fatal_minefield)" in md
 
 

@@ -182,6 +182,72 @@ class IncompleteLog(_Model):
     reason: str
 
 
+class TranscriptCall(_Model):
+    """One tool call as the transcript shows it: its arguments and its result or error, clipped."""
+
+    k: int = Field(description="Raw event of the call.")
+    call_id: str
+    tool: str
+    actor: str = "agent"
+    arguments: str = Field(description="The arguments as JSON text (or the raw payload when it was not a JSON object).")
+    status: Literal["ok", "error", "unanswered", "blocked", "rejected"] = Field(
+        description="ok, error (the call raised), unanswered (no result came), blocked (stopped by interception before it "
+        "executed: it never ran), rejected (refused by the tool-call gate).")
+    k_result: int | None = None
+    result: str | None = None
+    error: str | None = None
+    rule: str | None = Field(default=None, description="For a blocked or rejected call: the rule that stopped it.")
+    faults: list[str] = Field(default_factory=list, description="The faults blamed on this call.")
+
+
+class TranscriptEntry(_Model):
+    """One turn of the conversation in order: a system, user or agent message, or an agent action with its calls."""
+
+    kind: Literal["system", "user", "agent", "action", "user_call", "orphan_result"]
+    k: int = Field(description="Raw event where the entry starts.")
+    k_end: int
+    t: int | None = Field(default=None, description="The closed action holding it (agent messages and actions).")
+    text: str | None = None
+    calls: list[TranscriptCall] = Field(default_factory=list, description="Parallel calls of one action, in the order issued.")
+    stages: list[str] = Field(default_factory=list, description="Milestones the action settled (stages it closed).")
+    faults: list[str] = Field(default_factory=list, description="Faults blamed on the action as a whole.")
+
+
+class TranscriptTool(_Model):
+    name: str
+    description: str = ""
+
+
+class RepeatRecord(_Model):
+    """The same call (tool and arguments) made in consecutive actions: a loop."""
+
+    tool: str
+    arguments: str
+    count: int
+    t_first: int
+    t_last: int
+    settled: bool = Field(description="Whether any of the repeated actions settled a milestone.")
+
+
+class Transcript(_Model):
+    """What was asked and what was said and done, in order, as the report shows it (texts clipped, entries capped)."""
+
+    request: str | None = Field(description="The user's first message.")
+    tools: list[TranscriptTool] = Field(default_factory=list, description="The agent-facing tools.")
+    entries: list[TranscriptEntry] = Field(default_factory=list)
+    entry_count: int = Field(default=0, description="How many entries the run had in all (entries holds the first ones).")
+    repeats: list[RepeatRecord] = Field(default_factory=list, description="Calls repeated in three or more consecutive actions.")
+
+
+class NativeSimilarity(_Model):
+    """ToolSandbox's own evaluation of the rollout, beside dynsteer's score."""
+
+    similarity: float | None
+    milestone_similarity: float | None = None
+    minefield_similarity: float | None = None
+    cut: bool = Field(default=False, description="The rollout was halted: the similarity is that of the cut trajectory.")
+
+
 class Report(_Model):
     """The audit report of one evaluated run.
 
@@ -233,6 +299,9 @@ class Report(_Model):
         default=False, description="The blueprint was compiled from another version of the task's public view (allowed explicitly)."
     )
     incomplete_logs: list[IncompleteLog] = Field(default_factory=list, description="Log files that miss records, and from which record.")
+    transcript: Transcript | None = Field(default=None, description="The conversation: the request, the tools, every message "
+                                          "and call in order with its clocks, stage and faults.")
+    native: NativeSimilarity | None = Field(default=None, description="ToolSandbox's similarity of the rollout, when it evaluated it.")
 
 
 def conclude(report: Report, *, crash: str | None = None, interrupted: bool = False) -> Report:

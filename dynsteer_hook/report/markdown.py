@@ -2,12 +2,38 @@
 
 from __future__ import annotations
 
-from dynsteer_hook.model.records import Report
+from collections.abc import Sequence
+from typing import Any
+
+from dynsteer_hook.model.records import Report, TranscriptCall
+from dynsteer_hook.model.untrusted import clip
 from dynsteer_hook.model.untrusted import for_markdown as md
+from dynsteer_hook.report.story import headline, similarity_line
+
+PIECE = 400
+"""Characters of one message, argument list, result or error the Markdown transcript shows (the HTML page shows more)."""
 
 
 def _fmt(x: float) -> str:
     return f"{x:.3f}"
+
+
+def cell(value: Any, limit: int = 300) -> str:
+    """One table cell: every cell of every table goes through here. The value (any text, an agent's or a tool's too) on one
+    line, clipped, with ``|``, HTML tags, and all other Markdown punctuation escaped; an empty value is ``-``."""
+    if value is None or value == "" or value == []:
+        return "-"
+    return md(value if not isinstance(value, (list, tuple)) else ", ".join(str(v) for v in value), limit)
+
+
+def row(*cells: Any, limit: int = 300) -> str:
+    """One table row of raw values, each escaped by ``cell``."""
+    return "| " + " | ".join(cell(c, limit) for c in cells) + " |"
+
+
+def _list(ids: Sequence[str], limit: int = 40) -> str:
+    """Raw text of a list of names (escaped later, by ``cell``)."""
+    return ", ".join(ids[:limit]) + (f" and {len(ids) - limit} more" if len(ids) > limit else "")
 
 
 def _ids(ids: list[str], limit: int = 40) -> str:
@@ -38,7 +64,9 @@ def render_markdown(report: Report) -> str:
     start a heading, list or code block, or make a link, image or HTML.
     """
     lines = [f"# DynSTEER report: {md(report.task, 200) if report.task else '(unnamed task)'}", ""]
+    lines += [" ".join(md(sentence, 600) for sentence in headline(report)), ""]
     lines.append(f"- Outcome: **{md(report.outcome)}**; score {_fmt(report.score)}; k={report.k} raw events, t={report.t} closed actions")
+    lines.append(f"- ToolSandbox similarity: {md(similarity_line(report), 300)}")
     lines += _run_notes(report)
     lines.append(f"- Settled: {_ids(report.settled) or 'none'}")
     lines.append(f"- Unsettled: {_ids(report.unsettled) or 'none'}")
@@ -63,7 +91,7 @@ def render_markdown(report: Report) -> str:
                      f"penalty {_fmt(report.tail.penalty)}: {md(report.tail.rationale, 300)}")
     if report.pending_calls:
         lines.append(f"- Calls without a result: {_ids(report.pending_calls)}")
-    lines += _stages(report) + _faults(report) + _steps(report) + _trace_faults(report)
+    lines += _task(report) + _stages(report) + _faults(report) + _steps(report) + _trace_faults(report) + _transcript(report)
     return "\n".join(lines) + "\n"
 
 
@@ -76,12 +104,10 @@ def _stages(report: Report) -> list[str]:
         lines.append("| t | milestone | window t | window k | S_t | correctness | efficiency | safety | tool_compliance | tiers |")
         lines.append("|---|---|---|---|---|---|---|---|---|---|")
         for st in report.stages:
-            dims = [st.scores.get(d) for d in ("correctness", "efficiency", "safety", "tool_compliance")]
-            tiers = ",".join(f"{md(d[:4])}:{u.used}" for d, u in st.tiers.items())
-            lines.append(
-                f"| {st.t} | {md(st.milestone, 120)} | [{st.window.t_start},{st.window.t_end}] | [{st.window.k_start},{st.window.k_end}] "
-                f"| {_fmt(st.composite)} | " + " | ".join("-" if v is None else _fmt(v) for v in dims) + f" | {tiers} |"
-            )
+            dims = ["-" if st.scores.get(d) is None else _fmt(st.scores[d]) for d in ("correctness", "efficiency", "safety", "tool_compliance")]
+            tiers = ",".join(f"{d[:4]}:{u.used}" for d, u in st.tiers.items())
+            lines.append(row(st.t, st.milestone, f"[{st.window.t_start},{st.window.t_end}]", f"[{st.window.k_start},{st.window.k_end}]",
+                             _fmt(st.composite), *dims, tiers))
         lines += ["", "### Rationale", ""]
         for st in report.stages:
             lines.append(f"- **{md(st.milestone, 120)}** (t={st.t}, anchor {md(st.window.anchor, 120)})")
@@ -98,10 +124,7 @@ def _faults(report: Report) -> list[str]:
         lines.append("| k | t | tool | dimension | cause | stage | recovered | detail |")
         lines.append("|---|---|---|---|---|---|---|---|")
         for fr in report.faults:
-            lines.append(
-                f"| {fr.k} | {fr.t} | {md(fr.tool, 80) if fr.tool else '-'} | {md(fr.dimension, 40)} | {md(fr.cause, 40)} "
-                f"| {md(fr.stage, 120) if fr.stage else '-'} | {'yes' if fr.recovered else 'no'} | {md(fr.detail, 300)} |"
-            )
+            lines.append(row(fr.k, fr.t, fr.tool, fr.dimension, fr.cause, fr.stage, "yes" if fr.recovered else "no", fr.detail))
     return lines
 
 
@@ -115,13 +138,13 @@ def _steps(report: Report) -> list[str]:
         if sp.structural:
             notes.append(f"{sp.structural} malformed")
         if sp.out_of_order:
-            notes.append("out of order: " + _ids(sp.out_of_order))
+            notes.append("out of order: " + _list(sp.out_of_order))
         if sp.ungrounded:
-            notes.append("never shown to the agent: " + ", ".join(md(v, 120) for v in sp.ungrounded[:5]))
-        tools = ", ".join(md(t, 80) for t in sp.tools[:10]) + (f" and {len(sp.tools) - 10} more" if len(sp.tools) > 10 else "")
-        lines.append(
-            f"| {sp.t} | {sp.k_start}-{sp.k_end} | {md(sp.kind, 20)} | {tools or '-'} | {_ids(sp.settled) or '-'} | {'; '.join(notes) or '-'} |"
-        )
+            notes.append("never shown to the agent: " + ", ".join(v[:120] for v in sp.ungrounded[:5]))
+        lines.append(row(sp.t, f"{sp.k_start}-{sp.k_end}", sp.kind, _list(sp.tools, 10), _list(sp.settled), "; ".join(notes), limit=600))
+    s = report.stop
+    if s is not None and s.reason == "fatal_minefield":
+        lines.append(row(s.t, s.k, "blocked", s.tool, "", f"blocked before it executed (never ran): {s.minefield}"))
     return lines
 
 
@@ -133,5 +156,56 @@ def _trace_faults(report: Report) -> list[str]:
         lines.append("| k | kind | call | detail |")
         lines.append("|---|---|---|---|")
         for tf in report.trace_faults:
-            lines.append(f"| {tf.k} | {md(tf.kind, 40)} | {md(tf.call_id, 80)} | {md(tf.detail, 300)} |")
+            lines.append(row(tf.k, tf.kind, tf.call_id[:80], tf.detail))
+    return lines
+
+
+def _task(report: Report) -> list[str]:
+    """What the user asked and the tools the agent was offered."""
+    tr = report.transcript
+    if tr is None:
+        return []
+    lines = ["", "## Task", "", f"The user asked: {md(tr.request, PIECE) if tr.request is not None else '(no user message)'}", ""]
+    if tr.tools:
+        lines += ["| tool offered to the agent | description |", "|---|---|"] + [row(t.name, t.description) for t in tr.tools]
+    return lines
+
+
+def _faults_text(faults: Sequence[str]) -> str:
+    return "; ".join(clip(f, PIECE) for f in faults[:5]) + (f" and {len(faults) - 5} more" if len(faults) > 5 else "")
+
+
+def _call_text(c: TranscriptCall) -> str:
+    what = f"{clip(c.tool, 120)}({clip(c.arguments, PIECE)})"
+    if c.status == "blocked":
+        return f"{what} BLOCKED before it executed (never ran), stopped by {clip(c.rule or '', PIECE)}"
+    if c.status == "rejected":
+        return f"{what} refused: {clip(c.rule or '', PIECE)}"
+    if c.error is not None:
+        return f"{what} → error: {clip(c.error, PIECE)}"
+    return f"{what} → {clip(c.result, PIECE)}" if c.result is not None else f"{what} → no result"
+
+
+def _transcript(report: Report) -> list[str]:
+    """Every message and call in order, with its clocks, the stage it closed and its faults; parallel calls share their t."""
+    tr = report.transcript
+    if tr is None:
+        return []
+    lines = ["", "## Transcript", ""]
+    if tr.entry_count > len(tr.entries):
+        lines += [f"The first {len(tr.entries)} of {tr.entry_count} entries.", ""]
+    lines += ["| k | t | who | what | closed stage | faults |", "|---|---|---|---|---|---|"]
+    who = {"user": "user", "agent": "agent", "system": "system", "action": "agent", "user_call": "user", "orphan_result": "result"}
+    for e in tr.entries:
+        t = "-" if e.t is None else e.t
+        if e.text is not None:
+            text = clip(e.text, PIECE)
+            lines.append(row(e.k, t, who[e.kind], text if e.kind != "orphan_result" else f"result without a call: {text}",
+                             _list(e.stages) if not e.calls else "", _faults_text(e.faults) if not e.calls else "", limit=1600))
+        n = len(e.calls)
+        for i, c in enumerate(e.calls):
+            tag = f"call {i + 1} of {n} in parallel: " if n > 1 else "call: "
+            last = i == n - 1
+            lines.append(row(c.k, t, who[e.kind], tag + _call_text(c), _list(e.stages) if last else "",
+                             _faults_text(c.faults + (e.faults if last else [])), limit=1600))
     return lines

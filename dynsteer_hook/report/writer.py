@@ -14,22 +14,25 @@ from pathlib import Path
 from dynsteer_hook.files.outputs import StagedFiles, write_text_atomic
 from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.records import Report
-from dynsteer_hook.report.html import REPORT_HTML, render_run
 from dynsteer_hook.report.markdown import render_markdown
 from dynsteer_hook.report.run_page import with_back_link
+from dynsteer_hook.report.scenario_page import REPORT_HTML, render_run
 
 AUDIT_LOG = "dynsteer_audit.jsonl"
 REPORT_JSON = "dynsteer_report.json"
 REPORT_MD = "dynsteer_report.md"
-REPORT_FILES = (AUDIT_LOG, REPORT_JSON, REPORT_MD)
+REPORT_FILES = (AUDIT_LOG, REPORT_JSON, REPORT_MD, REPORT_HTML)
 
 
-def stage_report(staged: StagedFiles, report: Report, out_dir: str | Path) -> tuple[Path, Path]:
-    """Stage the JSON and Markdown reports of ``report`` for ``out_dir`` (renamed in by ``staged.commit``)."""
+def stage_report(staged: StagedFiles, report: Report, out_dir: str | Path, blueprint: Blueprint | None = None) -> tuple[Path, Path]:
+    """Stage the JSON and Markdown reports of ``report`` for ``out_dir`` (renamed in by ``staged.commit``), and its HTML page
+    when the ``blueprint`` it draws is given."""
     out = Path(out_dir)
     json_path, md_path = out / REPORT_JSON, out / REPORT_MD
     staged.text(json_path, report.model_dump_json(indent=2) + "\n")
     staged.text(md_path, render_markdown(report))
+    if blueprint is not None:
+        staged.text(out / REPORT_HTML, render_run(report, blueprint))
     return json_path, md_path
 
 

@@ -30,15 +30,7 @@ from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.model.contract import validate_blueprint
 from dynsteer_hook.model.errors import BlueprintError, Halt
 from dynsteer_hook.model.events import Event, SystemMessage, ToolCall, ToolResult, UserMessage
-from dynsteer_hook.model.records import (
-    AuditSink,
-    Report,
-    StageRecord,
-    StepRecord,
-    StopRecord,
-    TraceFaultRecord,
-    conclude,
-)
+from dynsteer_hook.model.records import AuditSink, Report, StageRecord, StepRecord, StopRecord, TraceFaultRecord, conclude
 from dynsteer_hook.runtime.clock import CallOutcome, ClosedAction, DualClock
 from dynsteer_hook.runtime.counters import RunCounters
 from dynsteer_hook.runtime.faults import CallRules, Fault, FaultLedger, first_error
@@ -51,6 +43,7 @@ from dynsteer_hook.runtime.reporting import stage_error, step_record, tail_recor
 from dynsteer_hook.runtime.settlement import Settlement
 from dynsteer_hook.runtime.stages import StageJudge
 from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopRule
+from dynsteer_hook.runtime.transcript import TranscriptRecorder
 
 _log = structlog.get_logger(__name__)
 
@@ -109,6 +102,7 @@ class Evaluator:
         self._stop: StopRecord | None = None
         self._ended = False
         self._left_pending: list[str] | None = None
+        self._transcript = TranscriptRecorder()  # the conversation the report shows
         self._emit({"type": "start", "task": blueprint.task, "blueprint": self._index.summary(), "config": self.config.to_dict()})
 
     # -- public ----------------------------------------------------------------------
@@ -162,6 +156,7 @@ class Evaluator:
         self._last_closed = ()
         if self._stop is not None:
             return None
+        self._transcript.add(event)
         flushed = self._clock.moved_on(event)
         if flushed is not None:  # calls left waiting while the agent moved on: close them unanswered
             self._record_trace_faults()
@@ -240,6 +235,7 @@ class Evaluator:
             blueprint=self._index.summary(),
             config=cfg.to_dict(),
         )
+        report = report.model_copy(update={"transcript": self._transcript.transcript(report, self.blueprint.catalog)})
         report = conclude(report, crash=crash, interrupted=interrupted)
         if not self._ended:  # finish() may be called again; the log gets one end record
             self._ended = True

@@ -61,7 +61,8 @@ class Hit:
     arguments: Mapping[str, Any]
 
     def stop(self, call: ToolCall, k: int, t: int, anchor: str, frontier: list[str]) -> tuple[StopRecord, Fault]:
-        """The stop record and the fault of halting on ``call`` (raw event ``k``) before it executes, in action ``t + 1``."""
+        """The stop record and the fault of halting on ``call`` (raw event ``k``) before it executes, in action ``t + 1``: the stop
+        and the fault name the same call at the same k and t."""
         f = self.minefield
         shown = json.dumps(dict(self.arguments), default=str, ensure_ascii=False)[:200]
         how = f"call {call.tool[:80]}({shown})"
@@ -70,7 +71,7 @@ class Hit:
         stop = StopRecord(
             reason="fatal_minefield",
             k=k,
-            t=t,
+            t=t + 1,
             anchor=anchor,
             dimension="safety",
             frontier=frontier,

@@ -177,7 +177,8 @@ def test_markdown_lists_the_faulty_steps_in_order() -> None:
               *settle_events(["a", "b"])[1:]]
     md = render_markdown(run(WITH_READ, events).report)
     assert "## Faulty steps" in md
-    rows = [line for line in md.splitlines() if line.startswith("| 2 | 1 |") or line.startswith("| 4 | 2 |")]
+    section = md.split("## Faulty steps")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| 2 | 1 |") or line.startswith("| 4 | 2 |")]
     assert [row.split(" | ")[4] for row in rows] == ["off_task", "malformed"]
     assert "- First error: k=2, t=1 (stage a, efficiency, off_task)" in md
 

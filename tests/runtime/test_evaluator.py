@@ -183,11 +183,11 @@ def test_minefield_halts_on_the_call_before_any_result() -> None:
     with pytest.raises(Halt) as exc:
         ev.observe(call("2", "delete_all", {"target": "everything"}))
     stop = exc.value.stop
-    assert (stop.reason, stop.k, stop.t) == ("fatal_minefield", 4, 1)
+    assert (stop.reason, stop.k, stop.t) == ("fatal_minefield", 4, 2)  # the stop and the first error name the same call: same k, same t
     assert (stop.anchor, stop.dimension, stop.frontier) == ("a", "safety", ["b"])
     assert (stop.minefield, stop.tool, stop.blamed_k, stop.blamed_t) == ("mf:delete_all", "delete_all", 4, 2)
     assert "irreversible deletion" in stop.detail
-    assert str(exc.value).startswith("dynsteer halt: fatal_minefield at k=4, t=1")
+    assert str(exc.value).startswith("dynsteer halt: fatal_minefield at k=4, t=2")
 
 
 def test_halt_is_not_an_exception() -> None:
@@ -232,7 +232,7 @@ def test_off_path_minefield_halts_wherever_it_is_stepped_on(position: int) -> No
         events.append(call("mine", "delete_all"))
     r = run(MINES, events)
     assert r.halt is not None and r.halt.stop.reason == "fatal_minefield"
-    assert r.halt.stop.t == position and r.report.settled == order[:position]
+    assert r.halt.stop.t == position + 1 and r.report.settled == order[:position]
 
 
 def test_guarded_minefield_only_fires_when_its_predicates_hold() -> None:
@@ -267,7 +267,7 @@ def test_canonical_tool_name_hits_minefield() -> None:
 def test_halt_on_first_of_parallel_calls() -> None:
     """A fatal call issued alongside others halts at its own raw-clock position."""
     r = run(MINES, [UserMessage("go"), call("1", "op_a", {"x": "a"}), call("2", "delete_all"), result("1")])
-    assert r.halt is not None and r.halt.stop.k == 3 and r.halt.stop.t == 0
+    assert r.halt is not None and r.halt.stop.k == 3 and r.halt.stop.t == 1
 
 
 def test_screen_predicts_without_recording() -> None:

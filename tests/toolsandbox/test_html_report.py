@@ -88,7 +88,8 @@ def test_every_replayed_run_page_draws_its_graph_and_marks(browser: Any, replays
         assert page.locator('[data-mark="first-error"]').count() == (1 if report.first_error else 0)
         if report.stop is not None and report.stop.minefield:
             assert page.locator(f'.mine.hit[data-minefield="{report.stop.minefield}"]').count() == 1
-        assert page.locator("#timeline [data-step]").count() == len(report.steps)
+        blocked = 1 if report.stop is not None and report.stop.reason == "fatal_minefield" else 0
+        assert page.locator("#timeline [data-step]").count() == len(report.steps) + blocked
         assert problems == [], (path, problems)
         page.close()
 
@@ -167,8 +168,14 @@ def test_dynsteer_run_writes_the_run_page_beside_the_json_report(browser: Any, l
         assert page.locator("#dag [data-node]").count() == len(bp.milestones) + 1, path
         assert page.locator('[data-mark="stop"]').count() == (1 if report.stop else 0)
         assert page.locator('[data-mark="first-error"]').count() == (1 if report.first_error else 0)
-        assert page.locator("#timeline [data-step]").count() == len(report.steps)
+        blocked = 1 if report.stop is not None and report.stop.reason == "fatal_minefield" else 0
+        assert page.locator("#timeline [data-step]").count() == len(report.steps) + blocked
         assert problems == [], (path, problems)
+        assert report.transcript is not None and page.locator("#transcript > li").count() == len(report.transcript.entries)
+        assert page.locator("#request").inner_text() == report.transcript.request
+        assert page.locator('[data-status="blocked"]').count() == blocked
+        if report.halted:  # ToolSandbox scored the cut trajectory, and the page says so
+            assert "of the cut trajectory" in page.locator("#similarity").inner_text()
         halted += report.halted
         if report.halted and halted == 1:
             shot = tmp_path / "live_halted.png"

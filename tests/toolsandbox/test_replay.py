@@ -48,6 +48,8 @@ def _decisions(report: dict[str, Any]) -> dict[str, Any]:
         "stop": None if report["stop"] is None else {k: report["stop"][k] for k in ("reason", "k", "t", "anchor", "dimension")},
         "stages": [(s["milestone"], s["t"], s["k"], s["composite"], s["window"]) for s in report["stages"]],
         "first_error": report["first_error"],
+        "transcript": report["transcript"],  # the same conversation, call for call, with the same clocks and labels
+        "native": report["native"],  # ToolSandbox's similarity, of the cut trajectory when the live run was halted
     }
 
 

@@ -29,7 +29,7 @@ from dynsteer_hook.files.outputs import JsonlSink, open_log, reason
 from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.errors import Halt
 from dynsteer_hook.model.events import Event, ToolCall
-from dynsteer_hook.model.records import IncompleteLog, Report, StageRecord, StopRecord, with_files
+from dynsteer_hook.model.records import IncompleteLog, NativeSimilarity, Report, StageRecord, StopRecord, with_files
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.clock import ClosedAction
 from dynsteer_hook.runtime.evaluator import Evaluator
@@ -136,6 +136,7 @@ class RolloutEnd:
         report: The finished report (None until ``LiveHook`` made it).
         report_error: Why the report files could not be written, when they could not.
         evaluator_seconds: Time spent in the hook's event handling.
+        native: ToolSandbox's similarity of the rollout, when it evaluated it (the report shows it beside the score).
     """
 
     scenario: str
@@ -145,6 +146,7 @@ class RolloutEnd:
     report: Report | None = None
     report_error: str | None = None
     evaluator_seconds: float = 0.0
+    native: NativeSimilarity | None = None
 
 
 class RolloutHook:
@@ -302,6 +304,8 @@ class LiveHook(RolloutHook):
             report = self.evaluator.finish(crash=end.crash, interrupted=end.interrupted)
             self._closed(judged, end.scenario)  # calls left waiting close unanswered at the end, and are judged
             report = with_files(report, stale=self.stale, incomplete_logs=self._gaps())
+            if end.native is not None:  # a halted rollout's similarity is that of the cut trajectory
+                report = report.model_copy(update={"native": end.native.model_copy(update={"cut": report.halted})})
             try:
                 if self.write_report:
                     write_run_report(report, self.trajectory, self.blueprint)

@@ -143,7 +143,7 @@ def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], s
             result = ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
         seconds = time.perf_counter() - start
         try:
-            hook.on_rollout_end(RolloutEnd(name, seconds, result.crash_reason(), result.interrupted is not None))
+            hook.on_rollout_end(RolloutEnd(name, seconds, result.crash_reason(), result.interrupted is not None, native=result.native()))
         except Exception as exc:  # a report that cannot be built makes the scenario a crash, not the run
             return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=session.rows_seen, seconds=seconds,
                                      spent=hook.evaluator_seconds)

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import json
 import traceback
+from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from dynsteer_hook.model.records import NativeSimilarity
 from dynsteer_hook.report.run_summary import DynsteerBlock, Stopping
 
 
@@ -70,9 +72,26 @@ class ScenarioResult(BaseModel):
         last = (self.traceback or "").strip().splitlines()[-1:]
         return last[0] if last else self.exception_type
 
+    def native(self) -> NativeSimilarity | None:
+        """ToolSandbox's similarity of the rollout (None: ToolSandbox did not evaluate it)."""
+        return native_similarity(self.record())
+
     def record(self) -> dict[str, Any]:
         """The entry of ``per_scenario_results``: the fields that were set, in ToolSandbox's key order."""
         return self.model_dump(mode="python", exclude_unset=True, exclude_none=False)
+
+
+def native_similarity(result: Mapping[str, Any]) -> NativeSimilarity | None:
+    """ToolSandbox's similarity in a result record (None: not evaluated)."""
+    if result.get("similarity") is None:
+        return None
+
+    def number(key: str) -> float | None:
+        value = result.get(key)
+        return float(value) if isinstance(value, (int, float)) else None
+
+    return NativeSimilarity(similarity=number("similarity"), milestone_similarity=number("milestone_similarity"),
+                            minefield_similarity=number("minefield_similarity"))
 
 
 def crash_reason(result: dict[str, Any]) -> str | None:

@@ -30,11 +30,13 @@ from dynsteer_hook.files.outputs import JsonlSink, write_json_atomic
 from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
+from dynsteer_hook.model.records import NativeSimilarity
 from dynsteer_hook.report.run_page import INDEX_HTML, replay_rows, write_run_page
 from dynsteer_hook.report.run_summary import ErrorBrief, StopBrief, clip
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
+from dynsteer_hook.toolsandbox.live.results import native_similarity
 from dynsteer_hook.toolsandbox.offline.recording import (
     RESULT_SUMMARY,
     BatchCost,
@@ -198,6 +200,7 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
             if log is not None:
                 log.close()
         report = evaluator.finish()
+    report = report.model_copy(update={"native": _native(recording)})
     write_run_report(report, out, bp)
     vstop = virtual_stop(stop_batch, batches, recording.costs) if stop_batch is not None else None
     result = _result(recording, report, vstop, batches, time.perf_counter() - start)
@@ -205,6 +208,15 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
     if cache is not None:
         result["judge_cache"] = cache
     return result
+
+
+def _native(recording: Recording) -> NativeSimilarity | None:
+    """ToolSandbox's similarity of the recorded rollout: of a cut trajectory when the recorded run was halted live."""
+    recorded = recording.summary or {}
+    native = native_similarity(recorded)
+    live = recorded.get("dynsteer")
+    halted = isinstance(live, dict) and bool(live.get("halted"))
+    return None if native is None else native.model_copy(update={"cut": halted})
 
 
 def _result(recording: Recording, report: Any, vstop: VirtualStop | None, batches: int, seconds: float) -> dict[str, Any]:
