@@ -38,7 +38,8 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     run.add_argument("-o", "--output_dir", type=Path, default=Path("data"), help="output base directory")
     run.add_argument("--evaluator", choices=["native", "dynsteer"], default="dynsteer")
     run.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json")
-    run.add_argument("--script", type=Path, default=None, help="script file for the Scripted agent/user")
+    run.add_argument("--script", type=Path, default=None, metavar="FILE|NAME",
+                     help="script file for the Scripted agent/user, or the name of a shipped one (clean_solver, looping_agent, ...)")
     run.add_argument("--no-events", action="store_true", help="do not write dynsteer_events.jsonl per scenario")
     run.add_argument("--allow-stale-blueprints", action="store_true",
                      help="play blueprints compiled from another version of the scenario's public view (reported as stale)")
@@ -153,6 +154,7 @@ def _short_reason(line: str, limit: int = 300) -> str:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from dynsteer_hook.data import script_argument
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.flags import config_from_args, judges_from_args
     from dynsteer_hook.toolsandbox.live.engines import check_engine
@@ -179,7 +181,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         user=args.user,
         evaluator=args.evaluator,
         blueprint_dir=args.blueprints,
-        script=args.script,
+        script=None if args.script is None else script_argument(args.script),
         config=config,
         judges=settings,
         write_events=not args.no_events,
@@ -231,8 +233,7 @@ def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from importlib.resources import files
-
+    from dynsteer_hook.data import shipped_scripts
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.logs import use_colour
     from dynsteer_hook.report.run_summary import interruption
@@ -241,8 +242,7 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from dynsteer_hook.toolsandbox.roles.scripted import load_script
 
     check_output_dir(args.output_dir, "-o/--output_dir")
-    scripts = sorted((p for p in files("dynsteer_hook.data").joinpath("scripts").iterdir() if p.name.endswith(".json")), key=lambda p: p.name)
-    plan = [(Path(str(p)), list(load_script(Path(str(p))))) for p in scripts]
+    plan = [(path, list(load_script(path))) for path in shipped_scripts().values()]
     names = sorted({n for _, ns in plan for n in ns})
     scenarios = load_scenarios(names)
     runs = [(path, {n: scenarios[n] for n in ns}, RunOptions(agent="Scripted", user="Scripted", evaluator="dynsteer", script=path))
