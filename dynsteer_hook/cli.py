@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from dynsteer_hook.runtime.pairing import LineIndex
 
 EXIT_USAGE = 2
+BLUEPRINT_HELP = "blueprint JSON file, or the name of a ToolSandbox scenario for its shipped blueprint"
 
 
 def configure_logging(verbose: bool) -> None:
@@ -34,7 +35,7 @@ def configure_logging(verbose: bool) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
-    from dynsteer_hook.files.blueprints import load_valid_blueprint
+    from dynsteer_hook.files.blueprints import blueprint_argument, load_valid_blueprint
     from dynsteer_hook.files.events import check_events, read_numbered_events
     from dynsteer_hook.files.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
     from dynsteer_hook.flags import config_from_args, judges_from_args
@@ -45,7 +46,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from dynsteer_hook.runtime.pairing import LineIndex
 
     # Every input is checked before any output is opened, so a bad file never touches an earlier run's files.
-    bp = load_valid_blueprint(args.blueprint)
+    bp = load_valid_blueprint(blueprint_argument(args.blueprint))
     settings, config = judges_from_args(args, config_from_args(args))
     judges = settings.build()
     check_events(args.events)
@@ -107,24 +108,25 @@ def _warn_trace_faults(report: Report, lines: LineIndex, events: Path, shown: in
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from dynsteer_hook.files.blueprints import load_blueprint
+    from dynsteer_hook.files.blueprints import blueprint_argument, load_blueprint
     from dynsteer_hook.model.contract import validate_blueprint
 
-    bp = load_blueprint(args.blueprint)
-    violations = validate_blueprint(bp, None, str(args.blueprint))
+    path = blueprint_argument(args.blueprint)
+    bp = load_blueprint(path)
+    violations = validate_blueprint(bp, None, str(path))
     for v in violations:
         print(str(v))
     if violations:
         return 1
-    print(f"{args.blueprint}: valid ({len(bp.milestones)} milestones, {len(bp.edges)} edges, {len(bp.minefields)} minefields)")
+    print(f"{path}: valid ({len(bp.milestones)} milestones, {len(bp.edges)} edges, {len(bp.minefields)} minefields)")
     return 0
 
 
 def _cmd_explain(args: argparse.Namespace) -> int:
-    from dynsteer_hook.files.blueprints import load_blueprint
+    from dynsteer_hook.files.blueprints import blueprint_argument, load_blueprint
     from dynsteer_hook.model.blueprint import explain_blueprint
 
-    print(explain_blueprint(load_blueprint(args.blueprint)))
+    print(explain_blueprint(load_blueprint(blueprint_argument(args.blueprint))))
     return 0
 
 
@@ -148,7 +150,7 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 def _add_evaluate_flags(ev: argparse.ArgumentParser) -> None:
     from dynsteer_hook.flags import add_config_flags, add_judge_flags
 
-    ev.add_argument("--blueprint", required=True, type=Path, help="blueprint JSON file")
+    ev.add_argument("--blueprint", required=True, type=Path, help=BLUEPRINT_HELP)
     ev.add_argument("--events", required=True, type=Path, help="event file, one JSON record per line")
     ev.add_argument("--report", required=True, type=Path, help="directory for the audit log and reports")
     add_config_flags(ev)
@@ -173,11 +175,11 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
         _add_evaluate_flags(ev)
 
     va = sub.add_parser("validate", help="check a blueprint's contracts against its own tool catalog")
-    va.add_argument("blueprint", type=Path)
+    va.add_argument("blueprint", type=Path, help=BLUEPRINT_HELP)
     va.set_defaults(func=_cmd_validate, logs=False)  # it logs nothing: no structlog to set up
 
     ex = sub.add_parser("explain", help="print every milestone of a blueprint with the evidence that put it there")
-    ex.add_argument("blueprint", type=Path)
+    ex.add_argument("blueprint", type=Path, help=BLUEPRINT_HELP)
     ex.set_defaults(func=_cmd_explain, logs=False)  # it logs nothing: no structlog to set up
 
     sc = sub.add_parser("schema", help="print a JSON Schema")

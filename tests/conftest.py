@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import sys
 from collections.abc import Iterator
 
@@ -19,7 +20,7 @@ def _isolated_structlog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     ``cli.configure_logging`` caches loggers on first use and binds them to the
     ``sys.stderr`` of the moment (pytest's capture file), which later tests would find
     closed. In-process CLI calls keep the real configuration minus the caching, and
-    every test ends with structlog's defaults.
+    every test ends with structlog's defaults and the package's logging as it found it.
     """
     real = cli.configure_logging
 
@@ -28,8 +29,12 @@ def _isolated_structlog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
         structlog.configure(cache_logger_on_first_use=False)
 
     monkeypatch.setattr(cli, "configure_logging", configure)
+    package = logging.getLogger("dynsteer_hook")  # the CLI gives the package's logging a handler and a level too
+    handlers, level = list(package.handlers), package.level
     yield
     structlog.reset_defaults()
+    package.handlers[:] = handlers
+    package.setLevel(level)
 
 
 @pytest.fixture

@@ -76,3 +76,14 @@ def test_stop_table_groups_by_criterion() -> None:
     assert table["low_score"] == {"halted_runs": 2, "unique_tasks": 1, "mean_stop_progress": 0.375, "mean_saved_progress": 0.625}
     assert table["all"]["halted_runs"] == 3 and table["all"]["unique_tasks"] == 2
     assert stop_table([]) == {}
+
+
+def test_the_paired_test_prints_no_scipy_note() -> None:
+    """A sample too small for scipy's normal approximation gives its p-value, and no warning reaches the console."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        p = wilcoxon_p([1, 0.5, 0, 1, 0.2], [0.5, 0.5, 0, 0.2, 0.2])
+    assert p == pytest.approx(0.1797, abs=1e-4)
+    assert caught == []

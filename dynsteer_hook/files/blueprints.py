@@ -23,6 +23,16 @@ def shipped_blueprint_dir(benchmark: str = "toolsandbox") -> Path:
     return Path(str(importlib.resources.files("dynsteer_hook"))) / "blueprints" / benchmark
 
 
+def blueprint_argument(given: Path, benchmark: str = "toolsandbox") -> Path:
+    """A command's blueprint argument: the file it names, or, when no such file exists and it is a bare name, the shipped
+    blueprint of the scenario of that name (``cellular_off`` -> ``blueprints/toolsandbox/cellular_off.json`` in the
+    installed package), so that examples work from any directory."""
+    if given.exists() or given.parent != Path("."):
+        return given
+    shipped = shipped_blueprint_dir(benchmark) / f"{given.name.removesuffix('.json')}.json"
+    return shipped if shipped.is_file() else given
+
+
 def load_blueprint(path: str | Path) -> Blueprint:
     """Read a blueprint file and check its shape and references.
 

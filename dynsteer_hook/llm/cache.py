@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -43,7 +44,9 @@ T = TypeVar("T", bound=BaseModel)
 CACHE_VERSION = 1
 """Bumped when the key or the file layout changes: older files then simply miss."""
 
-_log = structlog.get_logger(__name__)
+# Through the standard library's logging: a program embedding the package sees its warnings only, unless it
+# configures logging (the command line does, in logs.py).
+_log = structlog.wrap_logger(logging.getLogger(__name__))
 
 
 @dataclass

@@ -14,6 +14,7 @@ retries (``LLMUnavailableError``: refused connections, 429, 5xx) and configurati
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -31,7 +32,9 @@ from dynsteer_hook.model.task_view import TaskView
 GENERATOR = "dynsteer-llm@1"
 """Generator name recorded in blueprint provenance for LLM-sampled candidates."""
 
-_log = structlog.get_logger(__name__)
+# Through the standard library's logging: a program embedding the package sees its warnings only, unless it
+# configures logging (the command line does, in logs.py).
+_log = structlog.wrap_logger(logging.getLogger(__name__))
 
 
 def candidate_name(model: str, index: int, focus: Focus) -> str:

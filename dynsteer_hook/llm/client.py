@@ -27,6 +27,7 @@ back in the ``JsonCompletion`` with the raw text, and ``unwrap`` turns it into
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -44,7 +45,9 @@ from dynsteer_hook.llm.output import parse_output
 from dynsteer_hook.llm.transport import Backoff, classify, rejected_key, run_with_deadline, short_error, warm_up
 from dynsteer_hook.model.errors import LLMError, LLMUnavailableError, LLMUsageError
 
-_log = structlog.get_logger(__name__)
+# Through the standard library's logging: a program embedding the package sees its warnings only, unless it
+# configures logging (the command line does, in logs.py).
+_log = structlog.wrap_logger(logging.getLogger(__name__))
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -73,6 +76,9 @@ class LLMClient:
             ``json_object``. A provider that rejects the format is asked again without it.
         extra: More keyword arguments for ``litellm.completion`` (e.g. ``mock_response`` in tests).
         sleep: The waiting function between retries (tests pass a recorder).
+        flags: The prefix of the command-line flags that configured this model (``agent`` for
+            ``--agent-api-base``...), so that an error names the flags of the command that was run;
+            empty: the unprefixed ``--api-base``...
     """
 
     model: str
@@ -87,6 +93,7 @@ class LLMClient:
     json_mode: JsonMode = "auto"
     extra: Mapping[str, Any] = field(default_factory=dict)
     sleep: Callable[[float], None] = field(default=time.sleep, repr=False, compare=False)
+    flags: str = field(default="", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.model or not self.model.strip():
@@ -97,6 +104,10 @@ class LLMClient:
             raise LLMUsageError(f"timeout {self.timeout} must be a positive number of seconds")
         if self.backoff_base < 0 or self.backoff_max < 0:
             raise LLMUsageError("backoff_base and backoff_max must be 0 or more seconds")
+
+    def flag(self, name: str) -> str:
+        """The command-line flag that sets ``name`` (``api_base`` -> ``--agent-api-base`` for an agent's model)."""
+        return f"--{self.flags + '-' if self.flags else ''}{name.replace('_', '-')}"
 
     @property
     def endpoint(self) -> str | None:
@@ -120,7 +131,7 @@ class LLMClient:
         except Exception:
             raise LLMUsageError(
                 f"model {self.model!r} names no provider litellm knows; write it as provider/model, e.g. openai/gpt-4o-mini, "
-                "anthropic/claude-3-5-haiku-latest, ollama/llama3, or openai/<name> with --api-base for an OpenAI-compatible server"
+                f"anthropic/claude-3-5-haiku-latest, ollama/llama3, or openai/<name> with {self.flag('api_base')} for an OpenAI-compatible server"
             ) from None
         return str(provider)
 
@@ -137,7 +148,7 @@ class LLMClient:
             return LOCAL_PLACEHOLDER_KEY
         raise LLMUsageError(
             f"model {self.model!r} needs an API key: set {' or '.join(missing)} in the environment, "
-            "or name another variable with --api-key-env"
+            f"or name another variable with {self.flag('api_key_env')}"
         )
 
     def check(self) -> None:
@@ -308,7 +319,7 @@ class LLMClient:
     def _failure(self, exc: BaseException, attempts: int) -> LLMError | None:
         """The error a failed call ends in: a usage error, unavailability after the retries, or None (not a provider's answer)."""
         if rejected_key(exc):
-            return LLMUsageError(f"{self._where()} rejected the API key ({short_error(exc)}); check the key or --api-key-env")
+            return LLMUsageError(f"{self._where()} rejected the API key ({short_error(exc)}); check the key or {self.flag('api_key_env')}")
         if isinstance(exc, llm_errors.ContextWindowExceededError):
             return LLMUsageError(
                 f"the conversation no longer fits the context window of {self._where()} ({short_error(exc)}); "
@@ -329,9 +340,9 @@ class LLMClient:
             "server": "kept failing with server errors",
         }[kind]
         fix = {
-            "timeout": "raise --timeout or use a faster model",
-            "connection": "check --api-base and that the server is running",
-            "rate-limit": "wait, or raise --max-retries",
+            "timeout": f"raise {self.flag('timeout')} or use a faster model",
+            "connection": f"check {self.flag('api_base')} and that the server is running",
+            "rate-limit": f"wait, or raise {self.flag('max_retries')}",
             "server": "try again later or check the server's log",
         }[kind]
         return LLMUnavailableError(

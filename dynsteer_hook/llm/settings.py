@@ -123,7 +123,7 @@ class ModelSettings:
         client = LLMClient(
             self.model, api_base=self.api_base, api_key=api_key_from_env(self.api_key_env, self.flag("api_key_env")),
             timeout=self.timeout, max_retries=self.max_retries, backoff_base=self.backoff, temperature=self.temperature,
-            max_tokens=self.max_tokens, json_mode=self.json_mode,
+            max_tokens=self.max_tokens, json_mode=self.json_mode, flags="" if self.prefix == "model" else self.prefix,
         )
         client.check()
         return client

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
@@ -45,7 +46,9 @@ from dynsteer_hook.runtime.stages import StageJudge
 from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopRule
 from dynsteer_hook.runtime.transcript import TranscriptRecorder
 
-_log = structlog.get_logger(__name__)
+# Through the standard library's logging: a program embedding the package sees its warnings only, unless it
+# configures logging (the command line does, in logs.py).
+_log = structlog.wrap_logger(logging.getLogger(__name__))
 
 _STEP_FIELDS = dataclasses.fields(StepRecord)
 

@@ -7,6 +7,7 @@ dimension is completed by Tier 1. Either is recorded on the stage and in the usa
 
 from __future__ import annotations
 
+import logging
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,7 +22,9 @@ from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.model.records import JudgeUsage
 from dynsteer_hook.runtime.policy import base_level, composite, next_levels, update_weights
 
-_log = structlog.get_logger(__name__)
+# Through the standard library's logging: a program embedding the package sees its warnings only, unless it
+# configures logging (the command line does, in logs.py).
+_log = structlog.wrap_logger(logging.getLogger(__name__))
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,7 @@ def test_a_trickling_agent_model_is_a_crash_with_the_timeout_as_its_reason(
     code = main(["run", "--agent", LITELLM, "--agent-model", "openai/fake-agent", "--agent-api-base", llm_server.url,
                  "--agent-max-retries", "0", "--agent-timeout", "2", "--user", "Scripted", "--script", str(users),
                  "-s", A, "-p", "1", "-o", str(tmp_path / "out")])
-    assert code == 0
+    assert code == 1  # a crashed scenario fails the run
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(A + ":"))
     assert "crashed (" in line and "did not answer within 2 s" in line
     out = next((tmp_path / "out").iterdir())

@@ -135,7 +135,7 @@ def test_unreachable_model_is_a_crashed_scenario_with_a_report(scenarios: dict[s
     code = main(["run", "--agent", LITELLM, "--agent-model", "openai/fake-agent", "--agent-api-base", f"http://127.0.0.1:{port}/v1",
                  "--agent-max-retries", "0", "--agent-timeout", "5", "--user", "Scripted", "--script", str(_silent_user(tmp_path, A)),
                  "-s", A, "-p", "1", "-o", str(tmp_path / "out")])
-    assert code == 0
+    assert code == 1  # a crashed scenario fails the run, once everything is written
     line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith(A + ":"))
     assert "crashed (" in line and "could not be reached" in line
     out = next((tmp_path / "out").iterdir())

@@ -5,11 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
 from dynsteer_hook.model.errors import DynsteerError, OutputError
 
+EXIT_CRASHED = 1  # a scenario crashed: everything was written, but the run is not a result to trust
 EXIT_INTERRUPTED = 130
 
 
@@ -36,7 +38,8 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     run.add_argument("-o", "--output_dir", type=Path, default=Path("data"), help="output base directory")
     run.add_argument("--evaluator", choices=["native", "dynsteer"], default="dynsteer")
     run.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json")
-    run.add_argument("--script", type=Path, default=None, help="script file for the Scripted agent/user")
+    run.add_argument("--script", type=Path, default=None, metavar="FILE|NAME",
+                     help="script file for the Scripted agent/user, or the name of a shipped one (clean_solver, looping_agent, ...)")
     run.add_argument("--no-events", action="store_true", help="do not write dynsteer_events.jsonl per scenario")
     run.add_argument("--allow-stale-blueprints", action="store_true",
                      help="play blueprints compiled from another version of the scenario's public view (reported as stale)")
@@ -70,7 +73,8 @@ def add_scenarios_parser(sub: Any, *, flags: bool = True) -> None:
     sc.set_defaults(func=_cmd_scenarios)
 
 
-def _verdict(result: dict[str, Any]) -> str:
+def _verdict(result: dict[str, Any], colour: bool = False) -> str:
+    from dynsteer_hook.logs import paint
     from dynsteer_hook.report.run_summary import IN_FLIGHT
     from dynsteer_hook.toolsandbox.live.runner import crash_reason
 
@@ -79,12 +83,14 @@ def _verdict(result: dict[str, Any]) -> str:
         where = f" at k={d['k']}, t={d['t']}" if d else ""
         head = "interrupted" + (where if result["interrupted"] == IN_FLIGHT else " before it started")
     elif result.get("exception_type"):
-        head = f"crashed ({crash_reason(result)})"
+        head = paint(f"crashed ({_short_reason(crash_reason(result) or '')})", "red", colour)
     elif d.get("halted"):
         s = d["stop"]
-        head = f"HALTED {s['reason']} at k={s['k']}, t={s['t']} (anchor {s['anchor']}, {s['dimension']})"
+        head = paint(f"HALTED {s['reason']} at k={s['k']}, t={s['t']} (anchor {s['anchor']}, {s['dimension']})", "yellow", colour)
     else:
-        head = f"{d.get('outcome', 'played')}: settled {len(d.get('settled', []))}/{len(d.get('settled', [])) + len(d.get('unsettled', []))}"
+        outcome = d.get("outcome", "played")
+        head = paint(outcome, "green" if outcome == "completed" else "bold", colour)
+        head += f": settled {len(d.get('settled', []))}/{len(d.get('settled', [])) + len(d.get('unsettled', []))}"
     score = f"dynsteer {d['score']:.3f}, " if "score" in d else ""
     similarity = f"ToolSandbox similarity {float(result['similarity']):.3f}" if "similarity" in result else "not evaluated by ToolSandbox"
     notes = [note for flag, note in ((d.get("blueprint_stale"), "stale blueprint"), (d.get("incomplete_logs"), "logs incomplete"),
@@ -93,13 +99,16 @@ def _verdict(result: dict[str, Any]) -> str:
 
 
 def _finish(results: list[dict[str, Any]], out: Path) -> int:
-    """Print a verdict per scenario; an interrupted or faulty run ends in one sentence on stderr."""
+    """Print a verdict per scenario; an interrupted run, files that could not be written or crashed scenarios end in
+    one sentence on stderr and a non-zero exit status (130, 2, 1), once every file is written. A halt is a result."""
     from dynsteer_hook.llm.judges import cache_sentence
+    from dynsteer_hook.logs import use_colour
     from dynsteer_hook.report.run_page import INDEX_HTML, console_table, run_rows, totals
     from dynsteer_hook.report.run_summary import IN_FLIGHT, NOT_STARTED, interruption
 
+    colour = use_colour(sys.stdout)
     for r in sorted(results, key=lambda r: r["name"]):
-        print(f"{r['name']}: {_verdict(r)}")
+        print(f"{r['name']}: {_verdict(r, colour)}")
     page = out / INDEX_HTML
     print(console_table(totals(run_rows(results)), page if page.is_file() else None))
     cached = [r["dynsteer"]["judge_cache"] for r in results if (r.get("dynsteer") or {}).get("judge_cache")]
@@ -118,14 +127,42 @@ def _finish(results: list[dict[str, Any]], out: Path) -> int:
         why = first["report_error"] or first["incomplete_logs"][0]["reason"]
         raise OutputError(f"{len(faulty)} scenario(s) could not write all their files ({why}), e.g. {faulty[0]}; "
                           "their results and reports say what is missing; free some space and run them again")
-    return 0
+    return _crash_status(results, out / "result_summary.json")
+
+
+def _crash_status(results: list[dict[str, Any]], summary: Path, shown: int = 3) -> int:
+    """0 when no scenario crashed; else one sentence on stderr (how many crashed, and why, by reason, and the ``summary``
+    holding the tracebacks) and EXIT_CRASHED."""
+    from dynsteer_hook.toolsandbox.live.progress import outcome_of
+    from dynsteer_hook.toolsandbox.live.runner import crash_reason
+
+    crashed = sorted((r for r in results if outcome_of(r) == "crashed"), key=lambda r: r["name"])
+    if not crashed:
+        return 0
+    reasons = Counter(_short_reason(crash_reason(r) or (r.get("dynsteer") or {}).get("crash") or "unknown") for r in crashed)
+    why = "; ".join(f"{n} x {reason}" if len(reasons) > 1 or n > 1 else reason for reason, n in reasons.most_common(shown))
+    more = f"; and {len(reasons) - shown} other reason(s)" if len(reasons) > shown else ""
+    print(f"dynsteer: {len(crashed)} of {len(results)} scenario(s) crashed (e.g. {crashed[0]['name']}): {why}{more}; "
+          f"every file was written; the tracebacks are in {summary}", file=sys.stderr)
+    return EXIT_CRASHED
+
+
+def _short_reason(line: str, limit: int = 300) -> str:
+    """A crash's last traceback line without the exception's module path (``LLMUnavailableError: ...``), clipped."""
+    head, sep, rest = line.partition(": ")
+    if sep and " " not in head and "." in head:
+        line = head.rsplit(".", 1)[-1] + sep + rest
+    line = " ".join(line.split())
+    return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from dynsteer_hook.data import script_argument
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.flags import config_from_args, judges_from_args
     from dynsteer_hook.toolsandbox.live.engines import check_engine
     from dynsteer_hook.toolsandbox.live.preflight import check_blueprint_dir, check_script
+    from dynsteer_hook.toolsandbox.live.progress import RunProgress
     from dynsteer_hook.toolsandbox.live.runner import (
         TEST_SCENARIO_NAMES,
         RunOptions,
@@ -147,7 +184,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         user=args.user,
         evaluator=args.evaluator,
         blueprint_dir=args.blueprints,
-        script=args.script,
+        script=None if args.script is None else script_argument(args.script),
         config=config,
         judges=settings,
         write_events=not args.no_events,
@@ -168,11 +205,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if checked.stale:
         print(f"warning: {len(checked.stale)} stale blueprint(s) played (--allow-stale-blueprints), compiled from another "
               f"version of the public view: {', '.join(sorted(checked.stale))}")
-    categories, tools = scenario_counts(scenarios)
-    print("Number of test cases per category:", json.dumps(dict(categories.most_common()), indent=4, ensure_ascii=False))
-    print("Number of test cases per necessary tool name:", json.dumps(dict(tools.most_common()), indent=4, ensure_ascii=False))
-    return _finish(run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
-                                 ray_address=args.ray_address), out)
+    if args.verbose:  # ToolSandbox's CLI prints these counts before every run; here they are asked for
+        categories, tools = scenario_counts(scenarios)
+        print("Number of test cases per category:", json.dumps(dict(categories.most_common()), indent=4, ensure_ascii=False),
+              file=sys.stderr)
+        print("Number of test cases per necessary tool name:", json.dumps(dict(tools.most_common()), indent=4, ensure_ascii=False),
+              file=sys.stderr)
+    with RunProgress(len(scenarios)) as progress:
+        results = run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
+                                ray_address=args.ray_address, progress=progress.finished)
+    return _finish(results, out)
 
 
 def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:
@@ -194,16 +236,16 @@ def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    from importlib.resources import files
-
+    from dynsteer_hook.data import shipped_scripts
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
+    from dynsteer_hook.logs import use_colour
     from dynsteer_hook.report.run_summary import interruption
+    from dynsteer_hook.toolsandbox.live.progress import RunProgress
     from dynsteer_hook.toolsandbox.live.runner import RunOptions, check_run, load_scenarios, run_scenarios, timestamp
     from dynsteer_hook.toolsandbox.roles.scripted import load_script
 
     check_output_dir(args.output_dir, "-o/--output_dir")
-    scripts = sorted((p for p in files("dynsteer_hook.data").joinpath("scripts").iterdir() if p.name.endswith(".json")), key=lambda p: p.name)
-    plan = [(Path(str(p)), list(load_script(Path(str(p))))) for p in scripts]
+    plan = [(path, list(load_script(path))) for path in shipped_scripts().values()]
     names = sorted({n for _, ns in plan for n in ns})
     scenarios = load_scenarios(names)
     runs = [(path, {n: scenarios[n] for n in ns}, RunOptions(agent="Scripted", user="Scripted", evaluator="dynsteer", script=path))
@@ -213,19 +255,25 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     # A folder of its own per demo, so a re-run (or a killed one) never mixes its files with another's.
     base = claim_new_dir(args.output_dir / f"demo_{timestamp()}", "-o/--output_dir")
     print(f"dynsteer demo: {len(names)} ToolSandbox scenarios, {len(plan)} scripted agents, evaluator dynsteer (Tier 1 rules); outputs in {base}")
+    colour = use_colour(sys.stdout)
+    played: list[dict[str, Any]] = []
     for path, chosen, options in runs:
         label = path.stem
         out = base / label
-        results = run_scenarios(chosen, options, out, args.parallel, checked=True)
+        sys.stdout.flush()
+        with RunProgress(len(chosen), label=f"demo {label}") as progress:
+            results = run_scenarios(chosen, options, out, args.parallel, checked=True, progress=progress.finished)
+        played += results
         print(f"\n[{label}] reports under {out}/trajectories/<scenario>/dynsteer_report.md, summary {out}/dynsteer_summary.json")
         for r in sorted(results, key=lambda r: r["name"]):
-            print(f"  {r['name']}: {_verdict(r)}")
+            print(f"  {r['name']}: {_verdict(r, colour)}")
         stopped = interruption(results)
         if stopped is not None:
             print(f"dynsteer: interrupted during the {label} agent; its summaries and every report written so far are in {out}",
                   file=sys.stderr)
             return EXIT_INTERRUPTED
-    return 0
+    sys.stdout.flush()
+    return _crash_status(played, base / "<agent>" / "result_summary.json")
 
 
 def _cmd_scenarios(args: argparse.Namespace) -> int:

@@ -78,7 +78,8 @@ def check_engine(engine: str, ray_address: str | None) -> None:
 
 
 def run_jobs(worker: Callable[[J], R], jobs: Sequence[J], *, processes: int = 1, engine: str = "local",
-             ray_address: str | None = None, stopped: Callable[[J], R] | None = None) -> Iterator[R]:
+             ray_address: str | None = None, stopped: Callable[[J], R] | None = None,
+             on_result: Callable[[R], None] | None = None) -> Iterator[R]:
     """Results of ``worker(job)`` for every job, in job order.
 
     Args:
@@ -88,28 +89,40 @@ def run_jobs(worker: Callable[[J], R], jobs: Sequence[J], *, processes: int = 1,
         engine: ``local`` or ``ray``.
         ray_address: A Ray cluster to join (``ray`` only; default ``RAY_ADDRESS`` or a local instance).
         stopped: For jobs that handle Ctrl-C themselves: the result of a job given up (see the module's text).
+        on_result: Told each result as it comes back, in the order the jobs finish (a progress bar); results of jobs
+            given up are told too.
     """
     check_engine(engine, ray_address)
+    tell = on_result or _ignore
     if engine == "ray":
-        yield from _run_ray(worker, jobs, processes, ray_address or os.environ.get("RAY_ADDRESS"), stopped)
+        yield from _run_ray(worker, jobs, processes, ray_address or os.environ.get("RAY_ADDRESS"), stopped, tell)
         return
     if stopped is not None:
-        yield from _run_interruptible(worker, jobs, processes, stopped)
+        yield from _run_interruptible(worker, jobs, processes, stopped, tell)
         return
     if processes > 1 and len(jobs) > 1:
         ctx = multiprocessing.get_context("spawn")
         with ctx.Pool(min(processes, len(jobs)), initializer=_quiet_logs) as pool:
-            yield from pool.imap(worker, jobs)
+            yield from _told(pool.imap(worker, jobs), tell)
         return
-    for job in jobs:
-        yield worker(job)
+    yield from _told((worker(job) for job in jobs), tell)
 
 
-def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: int, stopped: Callable[[J], R]) -> Iterator[R]:
+def _ignore(result: Any) -> None:
+    pass
+
+
+def _told(results: Iterator[R], tell: Callable[[R], None]) -> Iterator[R]:
+    for r in results:
+        tell(r)
+        yield r
+
+
+def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: int, stopped: Callable[[J], R],
+                       tell: Callable[[R], None]) -> Iterator[R]:
     if processes <= 1 or len(jobs) <= 1:
         with interrupts.installed():
-            for job in jobs:
-                yield worker(job)
+            yield from _told((worker(job) for job in jobs), tell)
         return
     ctx = multiprocessing.get_context("spawn")
     stop = ctx.Event()
@@ -121,6 +134,7 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
             # In completion order, so that a second Ctrl-C keeps every result that came back.
             for i, r in pool.imap_unordered(partial(_numbered, worker), enumerate(jobs)):
                 came[i] = r
+                tell(r)
             pool.close()  # workers then exit on their own, cleaning up after themselves (terminate would not)
         except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, keep what came back
             pool.terminate()
@@ -130,7 +144,12 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
         finally:
             pool.join()
     for i, job in enumerate(jobs):
-        yield came[i] if i in came else stopped(job)
+        if i in came:
+            yield came[i]
+        else:
+            given_up = stopped(job)
+            tell(given_up)
+            yield given_up
 
 
 def _numbered(worker: Callable[[J], R], item: tuple[int, J]) -> tuple[int, R]:
@@ -138,7 +157,7 @@ def _numbered(worker: Callable[[J], R], item: tuple[int, J]) -> tuple[int, R]:
 
 
 def _run_ray(worker: Callable[[J], R], jobs: Sequence[J], processes: int, address: str | None,
-             stopped: Callable[[J], R] | None) -> Iterator[R]:
+             stopped: Callable[[J], R] | None, tell: Callable[[R], None]) -> Iterator[R]:
     ray = _ray()
     started = False
     if not ray.is_initialized():
@@ -160,13 +179,14 @@ def _run_ray(worker: Callable[[J], R], jobs: Sequence[J], processes: int, addres
             for ref in refs:
                 result = ray.get(ref)
                 done += 1
+                tell(result)
                 yield result
         except KeyboardInterrupt:
             if stopped is None:
                 raise
             for ref in refs[done:]:
                 ray.cancel(ref, force=True)
-            yield from (stopped(job) for job in jobs[done:])
+            yield from _told((stopped(job) for job in jobs[done:]), tell)
     finally:
         if started:
             ray.shutdown()

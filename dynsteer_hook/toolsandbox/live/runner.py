@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime
 import random
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -69,13 +70,14 @@ def check_run(name_to_scenario: dict[str, Scenario], options: RunOptions) -> Blu
 
 def run_scenarios(
     name_to_scenario: dict[str, Scenario], options: RunOptions, output_directory: Path, processes: int, *, checked: bool = False,
-    engine: str = "local", ray_address: str | None = None,
+    engine: str = "local", ray_address: str | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Play scenarios (in ``spawn`` worker processes when ``processes`` > 1, or as Ray tasks) and write the summaries.
 
     Every input is checked before the first rollout unless ``checked`` says the caller did.
     A result with ``interrupted`` means Ctrl-C stopped the run (the summaries say so). The
-    results come in the (shuffled) order the scenarios were handed out, whatever the engine.
+    results come in the (shuffled) order the scenarios were handed out, whatever the engine;
+    ``progress`` is told each one as it finishes (``progress.RunProgress.finished``).
 
     Raises:
         OutputError: A summary cannot be written (one sentence; the scenario files written stay).
@@ -87,7 +89,8 @@ def run_scenarios(
     worker = partial(run_scenario, options=options, output_directory=output_directory)
     create_dir(output_directory, "-o/--output_dir")
     check_engine(engine, ray_address)
-    results = list(run_jobs(worker, items, processes=processes, engine=engine, ray_address=ray_address, stopped=_given_up))
+    results = list(run_jobs(worker, items, processes=processes, engine=engine, ray_address=ray_address, stopped=_given_up,
+                            on_result=progress))
     try:
         write_json_atomic(output_directory / RESULT_SUMMARY, result_summary(results))
         if options.evaluator == "dynsteer":

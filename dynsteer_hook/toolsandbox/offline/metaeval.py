@@ -15,6 +15,7 @@ Wilcoxon signed-rank test over the tasks both agents ran rejects equality at ``a
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
@@ -59,7 +60,10 @@ def wilcoxon_p(x: Sequence[float], y: Sequence[float]) -> float | None:
         return None
     from scipy.stats import wilcoxon
 
-    return float(wilcoxon(x, y, zero_method="wilcox", alternative="two-sided").pvalue)
+    # scipy warns when ties or zeros make it switch to the normal approximation: a note on its method, not for the console.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return float(wilcoxon(x, y, zero_method="wilcox", alternative="two-sided").pvalue)
 
 
 def compare_pair(a: str, b: str, scores: Mapping[str, Mapping[PairKey, float]], eps: float, alpha: float) -> PairTest:
