@@ -136,6 +136,7 @@ class RolloutEnd:
         report: The finished report (None until ``LiveHook`` made it).
         report_error: Why the report files could not be written, when they could not.
         evaluator_seconds: Time spent in the hook's event handling.
+        notes: What the loop did to the rollout (text repaired, calls past the cap refused, the deadline), for the report.
     """
 
     scenario: str
@@ -145,6 +146,7 @@ class RolloutEnd:
     report: Report | None = None
     report_error: str | None = None
     evaluator_seconds: float = 0.0
+    notes: tuple[str, ...] = ()
 
 
 class RolloutHook:
@@ -299,7 +301,7 @@ class LiveHook(RolloutHook):
             judged = len(self.evaluator.stages)
             report = self.evaluator.finish(crash=end.crash, interrupted=end.interrupted)
             self._closed(judged, end.scenario)  # calls left waiting close unanswered at the end, and are judged
-            report = with_files(report, stale=self.stale, incomplete_logs=self._gaps())
+            report = with_files(report, stale=self.stale, incomplete_logs=self._gaps(), notes=end.notes)
             try:
                 write_run_report(report, self.trajectory, self.blueprint)
                 report_error = None
