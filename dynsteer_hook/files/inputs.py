@@ -47,12 +47,13 @@ def read_input_text(path: str | Path, what: str, fix: str, error: type[DynsteerE
         raise error(f"{what} {p} is not UTF-8 text (byte {exc.start} cannot be decoded); save it as UTF-8 JSON") from None
 
 
-def load_json_input(path: str | Path, what: str, fix: str, error: type[DynsteerError]) -> tuple[str, Any]:
-    """Read and parse a JSON input file: its text and value, or one sentence naming the file."""
+def load_json_input(path: str | Path, what: str, fix: str, error: type[DynsteerError], *, surrogates: bool = False) -> tuple[str, Any]:
+    """Read and parse a JSON input file: its text and value, or one sentence naming the file (``surrogates``: accept
+    lone surrogates in strings, for a caller that repairs them)."""
     text = read_input_text(path, what, fix, error)
     if not text.strip():
         raise error(f"{what} {path} is empty; {fix}")
     try:
-        return text, loads(text)
+        return text, loads(text, surrogates=surrogates)
     except JsonTextError as exc:
         raise error(f"{what} {path} {exc}; fix the file or regenerate it") from None
