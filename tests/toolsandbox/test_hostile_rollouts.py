@@ -120,7 +120,7 @@ def test_a_ten_megabyte_payload_to_a_hazardous_tool_is_refused_for_its_length_an
 def test_replay_onto_the_recording_is_refused_and_loses_nothing(scenarios: dict[str, Any], tmp_path: Path,
                                                                 capsys: pytest.CaptureFixture[str]) -> None:
     """`replay -o` onto the recorded run (or inside it) is one sentence, exit 2, and the live files are untouched."""
-    r, trajectory = _play(scenarios, tmp_path, [{"say": "done"}])
+    _, trajectory = _play(scenarios, tmp_path, [{"say": "done"}])
     run = tmp_path / "out"
     before = {p: p.read_bytes() for p in trajectory.iterdir() if p.is_file()}
     capsys.readouterr()
