@@ -7,15 +7,15 @@ written, so a bad input never damages an earlier run's files.
 
 from __future__ import annotations
 
-import json
 import stat
 from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.model.errors import DynsteerError
+from dynsteer_hook.model.json_text import MAX_JSON_DEPTH, JsonTextError, json_too_deep, loads
 
-MAX_JSON_DEPTH = 100
-"""Deepest nesting of arrays and objects accepted in any JSON input (deeper input would exhaust the stack)."""
+__all__ = ["MAX_JSON_DEPTH", "json_too_deep", "load_json_input", "read_input_text"]
+
 
 
 def read_input_text(path: str | Path, what: str, fix: str, error: type[DynsteerError]) -> str:
@@ -47,37 +47,13 @@ def read_input_text(path: str | Path, what: str, fix: str, error: type[DynsteerE
         raise error(f"{what} {p} is not UTF-8 text (byte {exc.start} cannot be decoded); save it as UTF-8 JSON") from None
 
 
-def _depth(value: Any, limit: int) -> bool:
-    stack = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, (dict, list)):
-            if d > limit:
-                return True
-            stack.extend((x, d + 1) for x in (v.values() if isinstance(v, dict) else v))
-    return False
-
-
-def json_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
-    """Whether JSON text nests arrays and objects deeper than ``limit`` (unparseable depth counts as too deep)."""
-    if text.count("[") + text.count("{") <= limit:
-        return False  # cannot nest deeper than it has brackets: the common case costs two scans
-    try:
-        return _depth(json.loads(text), limit)
-    except RecursionError:
-        return True
-    except ValueError:
-        return False  # not JSON: the parser's own message says so
-
-
-def load_json_input(path: str | Path, what: str, fix: str, error: type[DynsteerError]) -> tuple[str, Any]:
-    """Read and parse a JSON input file: its text and value, or one sentence naming the file."""
+def load_json_input(path: str | Path, what: str, fix: str, error: type[DynsteerError], *, surrogates: bool = False) -> tuple[str, Any]:
+    """Read and parse a JSON input file: its text and value, or one sentence naming the file (``surrogates``: accept
+    lone surrogates in strings, for a caller that repairs them)."""
     text = read_input_text(path, what, fix, error)
     if not text.strip():
         raise error(f"{what} {path} is empty; {fix}")
-    if json_too_deep(text):
-        raise error(f"{what} {path} nests arrays and objects deeper than {MAX_JSON_DEPTH} levels; flatten it")
     try:
-        return text, json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise error(f"{what} {path} is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); fix the file or regenerate it") from None
+        return text, loads(text, surrogates=surrogates)
+    except JsonTextError as exc:
+        raise error(f"{what} {path} {exc}; fix the file or regenerate it") from None

@@ -10,8 +10,10 @@ never leaves a partial line or a temporary file behind.
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
+import re
 import secrets
 import signal
 import stat
@@ -178,7 +180,10 @@ class JsonlSink:
             line = json.dumps(record, ensure_ascii=False, default=str)
         except (TypeError, ValueError, RecursionError) as exc:
             line = json.dumps({"type": str(record.get("type", "?")), "unserialisable": f"{type(exc).__name__}: {exc}"[:300]})
-        data = (line + "\n").encode("utf-8")
+        try:
+            data = (line + "\n").encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escaped, so the line stays valid UTF-8 JSON
+            data = (json.dumps(record, ensure_ascii=True, default=str) + "\n").encode("ascii")
         try:
             _write_all(self._fd, data)
         except OSError as exc:
@@ -287,3 +292,52 @@ def claim_new_dir(path: str | Path, flag: str) -> Path:
             raise OutputError(f"{flag} {candidate} cannot be created ({reason(exc)}); pass a writable directory path with {flag}") from None
         return candidate
     raise OutputError(f"{flag} {p.parent} already holds 999 runs named {p.name}; pass another directory with {flag}")
+
+
+def _resolved(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # a loop of links
+        return path.absolute()
+
+
+def check_apart(output: str | Path, inputs: Iterable[str | Path], flag: str) -> None:
+    """Refuse an output folder that is, contains or lies inside one of the inputs (links resolved), since writing
+    there would overwrite or mix with what is being read.
+
+    Raises:
+        OutputError: One sentence naming the output, the input and the fix.
+    """
+    out = _resolved(Path(output))
+    for given in inputs:
+        src = _resolved(Path(given))
+        if out == src:
+            how = "is"
+        elif src.is_relative_to(out):
+            how = "contains"
+        elif out.is_relative_to(src):
+            how = "lies inside"
+        else:
+            continue
+        raise OutputError(f"{flag} {output} {how} the input {given}; writing there would overwrite or mix with what is "
+                          f"read, so pass a folder outside every input with {flag}")
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+_SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
+
+
+def is_safe_name(name: str) -> bool:
+    """Whether a name can be a file or folder name as it is (what ``slug`` leaves unchanged)."""
+    return _SAFE_NAME.fullmatch(name) is not None
+
+
+def slug(name: str, limit: int = 200) -> str:
+    """A file or folder name made from any text: ASCII letters, digits, ``.``, ``_`` and ``-`` only, never starting
+    with a dot (so never ``..``), at most ``limit`` characters; a name that had to change gets a short hash of
+    the original, so that two names never share a slug. The original belongs in the files' contents."""
+    if is_safe_name(name) and len(name) <= limit:
+        return name
+    safe = _UNSAFE.sub("_", name).lstrip(".")[:limit] or "_"
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{safe[: limit - 9]}-{digest}"

@@ -38,6 +38,7 @@ from dynsteer_hook.files.outputs import reason, temp_sibling
 from dynsteer_hook.llm.client import LLMClient
 from dynsteer_hook.llm.completion import Completion, JsonCompletion, Message, Usage
 from dynsteer_hook.llm.output import parse_output
+from dynsteer_hook.model.json_text import JsonTextError, loads, lone_surrogate
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -149,7 +150,7 @@ class CachedJudgeClient:
             self._note("corrupt", f"judge cache file {path} cannot be read ({reason(exc)}); asked the model again")
             return None
         try:
-            data = json.loads(raw.decode("utf-8"))
+            data = loads(raw)
             usage = data["usage"]
             ok = (data.get("key") == key and isinstance(data.get("text"), str)
                   and (data.get("finish_reason") is None or isinstance(data.get("finish_reason"), str))
@@ -157,7 +158,7 @@ class CachedJudgeClient:
                   and all(isinstance(usage[k], int) and not isinstance(usage[k], bool) and usage[k] >= 0 for k in ("prompt_tokens", "completion_tokens"))
                   and isinstance(usage["cost_usd"], int | float) and not isinstance(usage["cost_usd"], bool)
                   and isinstance(usage["cost_known"], bool))
-        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError, KeyError, TypeError):
+        except (JsonTextError, KeyError, TypeError):
             ok = False
         if not ok:
             self._note("corrupt", f"judge cache file {path} is not a whole answer for its key; ignored and asked the model again")
@@ -171,8 +172,9 @@ class CachedJudgeClient:
         tmp = temp_sibling(path)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
+            # A lone surrogate is escaped (\\ud800), never written raw; reading it back counts the entry as corrupt.
             with open(tmp, "x", encoding="utf-8") as f:
-                f.write(json.dumps(data, ensure_ascii=False))
+                f.write(json.dumps(data, ensure_ascii=lone_surrogate(completion.text) is not None))
             os.replace(tmp, path)  # readers see the old file or the new one, never a part
         except OSError as exc:
             with contextlib.suppress(OSError):

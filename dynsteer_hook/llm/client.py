@@ -44,6 +44,7 @@ from dynsteer_hook.llm.endpoint import LOCAL_PLACEHOLDER_KEY, endpoint_without_s
 from dynsteer_hook.llm.output import parse_output
 from dynsteer_hook.llm.transport import Backoff, classify, rejected_key, run_with_deadline, short_error, warm_up
 from dynsteer_hook.model.errors import LLMError, LLMUnavailableError, LLMUsageError
+from dynsteer_hook.model.json_text import repair_text
 
 # Through the standard library's logging: a program embedding the package sees its warnings only, unless it
 # configures logging (the command line does, in logs.py).
@@ -364,8 +365,11 @@ class LLMClient:
         except Exception:
             known = False
             notes.append(f"cost unknown: litellm has no price for {self.model}; counted as 0")
+        text, repaired = repair_text(text if isinstance(text, str) else str(text))
+        if repaired:  # a lone surrogate: text no encoder accepts, so no report or table could hold the answer
+            notes.append(f"{repaired} lone UTF-16 surrogate(s) in the answer replaced with U+FFFD")
         return Completion(
-            text=text if isinstance(text, str) else str(text),
+            text=text,
             model=self.model,
             usage=Usage(prompt, answer, cost, known),
             attempts=attempts,

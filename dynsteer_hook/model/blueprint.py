@@ -14,6 +14,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dynsteer_hook.model.errors import BlueprintError, validation_problem
+from dynsteer_hook.model.json_text import JsonTextError, loads
 from dynsteer_hook.model.predicates import ArgPredicate
 
 AGENT_MESSAGE_TOOL = "@agent_message"
@@ -201,9 +202,9 @@ def parse_blueprint(text: str | bytes, *, source: str = "blueprint") -> Blueprin
         BlueprintError: One sentence naming ``source``, the first problem and the fix.
     """
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise BlueprintError(f"{source} is not valid JSON ({exc}); fix the file or regenerate it") from None
+        data = loads(text)
+    except JsonTextError as exc:
+        raise BlueprintError(f"{source} {exc}; fix the file or regenerate it") from None
     if not isinstance(data, dict):
         raise BlueprintError(f"{source} must hold a JSON object with 'milestones', found {type(data).__name__}")
     try:

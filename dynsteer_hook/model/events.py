@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from dynsteer_hook.model.errors import EventFileError, validation_problem
+from dynsteer_hook.model.json_text import JsonTextError, loads
 
 Actor = Literal["agent", "user"]
 
@@ -177,7 +178,7 @@ def _parse_arguments(value: dict[str, Any] | str) -> tuple[Mapping[str, Any] | N
         return value, None
     try:
         parsed = json.loads(value)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):  # not JSON, an integer Python will not parse, too deep
         return None, value
     return (parsed, None) if isinstance(parsed, dict) else (None, value)
 
@@ -218,9 +219,9 @@ def parse_event_line(line: str, *, lineno: int, source: str) -> Event | None:
     if not line.strip():
         return None
     try:
-        data = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise EventFileError(f"{source} line {lineno} is not valid JSON ({exc.msg}); each line must be one JSON object") from None
+        data = loads(line)
+    except JsonTextError as exc:
+        raise EventFileError(f"{source} line {lineno} {exc}; each line must be one JSON object") from None
     if not isinstance(data, dict) or "kind" not in data:
         raise EventFileError(f"{source} line {lineno} has no 'kind'; each line must be an object with a kind such as 'tool_call'")
     try:

@@ -12,6 +12,10 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
+MAX_LISTED = 100
+"""Most entries a report lists in any list that grows with the run (calls of one step, pending calls, a window's
+steps); what is left out is counted in the record's ``omitted``."""
+
 StopReason = Literal["fatal_minefield", "structural_failure", "repeated_failure", "low_score", "frontier_stagnation"]
 Outcome = Literal["completed", "halted", "incomplete", "crashed", "interrupted"]
 
@@ -28,7 +32,9 @@ class Window(_Model):
     t_end: int
     k_start: int
     k_end: int
-    steps: list[int] = Field(description="Closed actions (t) given to the judges; parallel-branch actions excluded.")
+    steps: list[int] = Field(description="Closed actions (t) given to the judges; parallel-branch actions excluded "
+                             f"(the first {MAX_LISTED}).")
+    omitted: int = Field(default=0, description="Closed actions given to the judges but left out of ``steps``.")
 
 
 class TierUse(_Model):
@@ -152,6 +158,8 @@ class StepRecord:
     out_of_order: list[str]
     message: str | None = None
     ungrounded: list[str] = Field(default_factory=list, description="Identifier-like argument values (arg=value) never shown to the agent.")
+    omitted: dict[str, int] = Field(default_factory=dict, description=f"Per list (tools, ungrounded, out_of_order, settled): "
+                                    f"entries left out past the first {MAX_LISTED} (20 for ungrounded).")
 
 
 class TraceFaultRecord(_Model):
@@ -302,6 +310,11 @@ class Report(_Model):
     transcript: Transcript | None = Field(default=None, description="The conversation: the request, the tools, every message "
                                           "and call in order with its clocks, stage and faults.")
     native: NativeSimilarity | None = Field(default=None, description="ToolSandbox's similarity of the rollout, when it evaluated it.")
+    notes: list[str] = Field(default_factory=list, description="What the loop did to hostile input or an overlong rollout: text "
+                             "no encoder accepts replaced with U+FFFD, calls past the per-turn cap refused, the rollout deadline.")
+    omitted: dict[str, int] = Field(default_factory=dict, description="Per list of the report that grows with the run "
+                                    "(pending_calls, stop.frontier): entries left out past the first "
+                                    f"{MAX_LISTED}; ``faults`` and ``trace_faults`` have their own counts.")
 
 
 def conclude(report: Report, *, crash: str | None = None, interrupted: bool = False) -> Report:
@@ -316,9 +329,18 @@ def conclude(report: Report, *, crash: str | None = None, interrupted: bool = Fa
     return report
 
 
-def with_files(report: Report, *, stale: bool = False, incomplete_logs: tuple[IncompleteLog, ...] = ()) -> Report:
-    """The report with what is known about its inputs and files once the run has ended."""
-    return report.model_copy(update={"blueprint_stale": stale, "incomplete_logs": list(incomplete_logs)})
+def with_files(report: Report, *, stale: bool = False, incomplete_logs: tuple[IncompleteLog, ...] = (),
+               notes: tuple[str, ...] = ()) -> Report:
+    """The report with what is known about its inputs and files once the run has ended (and what the loop noted)."""
+    update: dict[str, Any] = {"blueprint_stale": stale, "incomplete_logs": list(incomplete_logs)}
+    if notes:
+        update["notes"] = [*report.notes, *capped(list(notes))[0]]
+    return report.model_copy(update=update)
+
+
+def capped(items: list[Any], limit: int = MAX_LISTED) -> tuple[list[Any], int]:
+    """The first ``limit`` items and how many were left out."""
+    return (items, 0) if len(items) <= limit else (items[:limit], len(items) - limit)
 
 
 class AuditSink(Protocol):

@@ -40,7 +40,7 @@ from dynsteer_hook.runtime.identifiers import ungrounded_values, user_requested
 from dynsteer_hook.runtime.index import BlueprintIndex
 from dynsteer_hook.runtime.interception import Hit, Interceptor, PendingCall, signature
 from dynsteer_hook.runtime.ladder import JudgeLadder
-from dynsteer_hook.runtime.reporting import stage_error, step_record, tail_record
+from dynsteer_hook.runtime.reporting import pending_fields, stage_error, step_record, tail_record
 from dynsteer_hook.runtime.settlement import Settlement
 from dynsteer_hook.runtime.stages import StageJudge
 from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopRule
@@ -230,7 +230,7 @@ class Evaluator:
             k=self._clock.k,
             t=self._clock.t,
             steps=settlement.log.records(),
-            pending_calls=list(self._left_pending),
+            **pending_fields(self._left_pending),
             trace_faults=[TraceFaultRecord(kind=f.kind, k=f.k, call_id=f.call_id, tool=f.tool, detail=f.detail) for f in self._clock.pairing.faults],
             trace_fault_count=self._clock.pairing.count,
             judge_usage=self._ladder.usage(),

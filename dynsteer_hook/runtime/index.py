@@ -16,6 +16,7 @@ from dynsteer_hook.model.blueprint import Binding, Blueprint, Milestone, Minefie
 from dynsteer_hook.model.catalog import ToolCatalog
 from dynsteer_hook.model.dominators import START, DominatorTree
 from dynsteer_hook.model.events import ToolCall
+from dynsteer_hook.model.spelling import spelled_in
 from dynsteer_hook.runtime.screening import screened_tools
 
 
@@ -64,8 +65,12 @@ class BlueprintIndex:
         return bool(self.tool_owners.get(tool)) or bool(canonical and self.tool_owners.get(canonical))
 
     def mines_for(self, call: ToolCall) -> list[Minefield]:
-        """The minefields of every tool the call could mean."""
-        return [f for name in screened_tools(call) for f in self._mines_by_tool.get(name, [])]
+        """The minefields of every tool the call could mean; for a refused call, also of every minefield tool its
+        name spells (in look-alike letters, reversed, after a prefix: see ``model.spelling``)."""
+        names = screened_tools(call)
+        if call.rejected is not None:
+            names = (*names, *(t for t in spelled_in(call.tool, list(self._mines_by_tool)) if t not in names))
+        return [f for name in names for f in self._mines_by_tool.get(name, [])]
 
     def enums(self, tool: str) -> frozenset[str]:
         """Arguments of ``tool`` whose schema lists the allowed values (never blamed as invented)."""

@@ -23,7 +23,7 @@ from dynsteer_hook.model.records import StopRecord
 from dynsteer_hook.runtime.faults import Fault
 from dynsteer_hook.runtime.grounding import TextGrounding
 from dynsteer_hook.runtime.index import BlueprintIndex
-from dynsteer_hook.runtime.screening import screening_arguments
+from dynsteer_hook.runtime.screening import FoldedArguments, screening_arguments
 
 
 def signature(tool: str, args: Mapping[str, Any]) -> bytes:
@@ -67,7 +67,7 @@ class Hit:
         shown = json.dumps(dict(self.arguments), default=str, ensure_ascii=False)[:200]
         how = f"call {call.tool[:80]}({shown})"
         if call.rejected is not None:
-            how = f"call {call.tool[:80]!r} (refused before it ran, read as {', '.join(call.suspected_tools) or call.tool[:80]})({shown})"
+            how = f"call {call.tool[:80]!r} (refused before it ran, read as {f.tool})({shown})"
         stop = StopRecord(
             reason="fatal_minefield",
             k=k,
@@ -108,9 +108,14 @@ class Interceptor:
             return None
         args = screening_arguments(call)
         for f in self._index.mines_for(call):
-            if f.fatal and args is not None and all_hold(f.args, args, self._grounding):
+            if f.fatal and self._holds(f, call, args):
                 return f
         return None
+
+    def _holds(self, f: Minefield, call: ToolCall, args: FoldedArguments | None) -> bool:
+        """Whether the call steps on ``f``; a refused call whose arguments cannot be read (too long, garbled) steps on
+        every minefield of its tool that asks nothing of the arguments."""
+        return all_hold(f.args, args, self._grounding) if args is not None else (call.rejected is not None and not f.args)
 
     def issued(self, call: ToolCall, next_t: int) -> Hit | None:
         """Screen an agent's call as it is issued (``next_t``: the action it will belong to).
@@ -123,9 +128,9 @@ class Interceptor:
         near: list[str] = []
         warnings: list[str] = []
         for f in self._index.mines_for(call):
-            hit = screen is not None and all_hold(f.args, screen, self._grounding)
-            if hit and f.fatal and screen is not None:
-                return Hit(f, screen)
+            hit = self._holds(f, call, screen)
+            if hit and f.fatal:
+                return Hit(f, screen if screen is not None else FoldedArguments({}))
             if hit and call.rejected is None:  # a refused call did not run: no warning-level hazard happened
                 warnings.append(f.id)
             elif not hit and f.fatal:

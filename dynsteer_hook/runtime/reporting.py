@@ -4,29 +4,43 @@ step of the stage that failed."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from typing import Any
 
 from dynsteer_hook.judges.steps import Step
 from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
-from dynsteer_hook.model.records import FirstError, StageRecord, StepRecord, StopRecord, TailRecord
+from dynsteer_hook.model.records import FirstError, StageRecord, StepRecord, StopRecord, TailRecord, capped
 from dynsteer_hook.runtime.policy import composite
 from dynsteer_hook.runtime.windows import StepLog
 
 
 def step_record(s: Step) -> StepRecord:
-    """The report's summary of one closed action."""
+    """The report's summary of one closed action; each of its lists holds the first ``MAX_LISTED`` entries (20 ungrounded
+    values), and ``omitted`` counts the rest, so a turn of a million calls makes a record of a few kilobytes."""
+    tools, n_tools = capped([c.tool[:200] for c in s.calls])
+    settled, n_settled = capped(list(s.settled))
+    out_of_order, n_order = capped(sorted({m for c in s.calls for m in c.out_of_order}))
+    ungrounded, n_ungrounded = capped([v for c in s.calls for v in c.ungrounded], 20)
+    omitted = {k: n for k, n in (("tools", n_tools), ("settled", n_settled), ("out_of_order", n_order), ("ungrounded", n_ungrounded)) if n}
     return StepRecord(
         t=s.t,
         k_start=s.k_start,
         k_end=s.k_end,
         kind=s.kind,
-        tools=[c.tool for c in s.calls],
+        tools=tools,
         failed=sum(1 for c in s.calls if not c.ok),
         structural=sum(1 for c in s.calls if c.structural),
-        settled=list(s.settled),
-        out_of_order=sorted({m for c in s.calls for m in c.out_of_order}),
-        ungrounded=[v for c in s.calls for v in c.ungrounded][:20],
+        settled=settled,
+        out_of_order=out_of_order,
+        ungrounded=ungrounded,
         message=s.message[:500] if s.message is not None else None,
+        omitted=omitted,
     )
+
+
+def pending_fields(pending: list[str]) -> dict[str, Any]:
+    """The report's ``pending_calls`` (the first ``MAX_LISTED``) and, when some were left out, their count in ``omitted``."""
+    listed, left = capped(pending)
+    return {"pending_calls": listed, "omitted": {"pending_calls": left} if left else {}}
 
 
 def tail_record(records: Sequence[StepRecord], stages: Sequence[StageRecord], open_tools: Collection[str], config: EvaluatorConfig,
@@ -42,7 +56,7 @@ def tail_record(records: Sequence[StepRecord], stages: Sequence[StageRecord], op
     idle = [r for r in records if r.tools and not r.settled and r.t not in covered and not set(open_tools) & set(r.tools)]
     if not idle:
         return None
-    calls = sum(len(r.tools) for r in idle)
+    calls = sum(len(r.tools) + r.omitted.get("tools", 0) for r in idle)
     failed = sum(r.failed for r in idle)
     structural = sum(r.structural for r in idle)
     credit = (calls - failed) + 0.5 * (failed - structural)

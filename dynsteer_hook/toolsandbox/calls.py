@@ -24,11 +24,12 @@ import html
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from dynsteer_hook.model.json_text import lone_surrogate, repair_text, value_surrogate
+from dynsteer_hook.model.spelling import fold, readings
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 
 from tool_sandbox.common.execution_context import ExecutionContext, RoleType, get_current_context
@@ -38,7 +39,6 @@ MAX_DEPTH = 32
 MAX_ARGUMENT_CHARS = 200_000
 """Length of an argument payload beyond which the call is rejected unread."""
 _NAME_CLIP = 80
-_SUSPECT_SCAN = 4096
 _OFFERED_SHOWN = 40
 
 _SAFE_ID = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,63}")
@@ -139,12 +139,22 @@ def decode_arguments(payload: Mapping[str, Any] | str | None) -> Arguments:
         return Arguments({})
     if isinstance(payload, Mapping):
         value = dict(payload)
-        if _json_shaped(value):
-            return Arguments(value, screen=value)
-        return Arguments(None, raw=_clip(repr(value), 2000), error="the arguments hold values that are not JSON")
+        if not _json_shaped(value):
+            return Arguments(None, raw=repair_text(_clip(repr(value), 2000))[0], error="the arguments hold values that are not JSON")
+        if value_surrogate(value):
+            return _surrogate(json.dumps(value))
+        if len(literal(value)) > MAX_ARGUMENT_CHARS:
+            return _too_long(value)
+        return Arguments(value, screen=value)
     text = str(payload)
     if len(text) > MAX_ARGUMENT_CHARS:
-        return Arguments(None, raw=_clip(text, 2000), error=f"the arguments are longer than {MAX_ARGUMENT_CHARS} characters")
+        try:
+            big = _loads(text)
+        except (ValueError, RecursionError):
+            big = None
+        return _too_long(big if isinstance(big, dict) and _json_shaped(big) else None, text)
+    if lone_surrogate(text) is not None:
+        return _surrogate(text)
     if not text.strip():
         return Arguments({})
     if _html_escaped(text):
@@ -160,6 +170,8 @@ def decode_arguments(payload: Mapping[str, Any] | str | None) -> Arguments:
         value = _loads(text)
     except (ValueError, RecursionError):
         return Arguments(None, raw=text, error="the arguments are not valid JSON")
+    if value_surrogate(value):
+        return _surrogate(text)
     if isinstance(value, dict) and _json_shaped(value):
         return Arguments(value, screen=value)
     inner: dict[str, Any] | None = None
@@ -174,6 +186,29 @@ def decode_arguments(payload: Mapping[str, Any] | str | None) -> Arguments:
     if isinstance(value, dict):
         return Arguments(None, raw=text, error=f"the arguments are nested deeper than {MAX_DEPTH} levels or hold values that are not JSON")
     return Arguments(None, raw=text, error=f"the arguments must be a JSON object, not {type(value).__name__}")
+
+
+def _surrogate(text: str) -> Arguments:
+    return Arguments(None, raw=repair_text(_clip(text, 2000))[0],
+                     error="the arguments hold a lone UTF-16 surrogate (such as \\ud800), text no encoder accepts; send valid Unicode")
+
+
+def _screen_copy(value: Any, depth: int = 0) -> Any:
+    """A small copy of a JSON value for minefield screening: long strings, lists and objects clipped."""
+    if isinstance(value, str):
+        return value[:1000]
+    if isinstance(value, list):
+        return [_screen_copy(v, depth + 1) for v in value[:100]] if depth < MAX_DEPTH else []
+    if isinstance(value, dict):
+        return {k[:200]: _screen_copy(v, depth + 1) for k, v in list(value.items())[:100]} if depth < MAX_DEPTH else {}
+    return value
+
+
+def _too_long(value: dict[str, Any] | None, text: str | None = None) -> Arguments:
+    """Arguments refused for their length; the raw text kept is a clipped copy of the object (when there is one),
+    so that minefield screening can still read the names and short values the call sent."""
+    raw = json.dumps(_screen_copy(value), ensure_ascii=False) if value is not None else _clip(text or "", 2000)
+    return Arguments(None, raw=raw, error=f"the arguments are longer than {MAX_ARGUMENT_CHARS} characters")
 
 
 def literal(value: dict[str, Any]) -> str:
@@ -215,18 +250,14 @@ def _clip(text: str, limit: int = _NAME_CLIP) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _fold(text: str) -> str:
-    """NFKC case-folded text with everything but letters and digits removed."""
-    return "".join(ch for ch in unicodedata.normalize("NFKC", text).casefold() if ch.isalnum())
-
-
 def suspects(name: str, offered: Mapping[str, str]) -> tuple[str, ...]:
-    """Offered agent-facing tools whose agent- or execution-facing name ``name`` spells out, in any
-    case, width, wrapper or separator (over-approximated on purpose: this only feeds minefield screening)."""
-    text = _fold(name[:_SUSPECT_SCAN])
-    if not text:
+    """Offered agent-facing tools whose agent- or execution-facing name ``name`` spells out, in any case,
+    width, script of look-alike letters, wrapper, separator or direction, after any prefix (over-approximated on
+    purpose: this only feeds minefield screening; see ``model.spelling``)."""
+    forms = [f for f in readings(name) if f]
+    if not forms:
         return ()
-    found = [a for a, e in offered.items() if ((fa := _fold(a)) and fa in text) or ((fe := _fold(e)) and fe in text)]
+    found = [a for a, e in offered.items() if any(((fa := fold(a)) and fa in f) or ((fe := fold(e)) and fe in f) for f in forms)]
     return tuple(sorted(found))
 
 
@@ -248,7 +279,7 @@ def gate(call_id: str, name: str, payload: Mapping[str, Any] | str | None, offer
     if not _SAFE_ID.fullmatch(call_id):
         raise ValueError(f"call id {call_id!r} is not a plain identifier")
     args = decode_arguments(payload)
-    shown = _clip(name)
+    shown = repair_text(_clip(name))[0]
     execution = offered.get(name)
     if execution is None or not _SAFE_ID.fullmatch(execution):
         message = _unknown_tool(name, offered)
@@ -330,8 +361,12 @@ def inspect_code(
     name = agent_facing_name if agent_facing_name is not None else (m.group("name") if m is not None else _clip(code or "", 60))
     verdict = gate(ident, name, _literal_dict(m.group("args")) if m is not None else None, offered)
     message = f"the call's source was not a plain call of an offered tool ({_clip(name)!r}); it was not run"
+    if m is not None and len(m.group("args")) > MAX_ARGUMENT_CHARS:
+        verdict = gate(ident, name, m.group("args")[: MAX_ARGUMENT_CHARS + 1], offered)
+        message = f"the arguments are longer than {MAX_ARGUMENT_CHARS} characters (tool {_clip(name)!r}); it was not run"
+    named = (verdict.tool,) if verdict.tool else ()
     return GatedCall(
-        ident, verdict.name, None, None, verdict.arguments, message, verdict.suspects or suspects(code or "", offered),
+        ident, verdict.name, None, None, verdict.arguments, message, verdict.suspects or named or suspects(code or "", offered),
         render_rejection(ident, "LookupError", message, _sent(verdict.arguments)),
     )
 

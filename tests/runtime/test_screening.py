@@ -40,7 +40,9 @@ def test_folded_arguments_find_names_in_any_case_or_width() -> None:
         (ToolCall("c", "(op_danger)", {"target": "+15550001"}, rejected="unknown tool", suspected_tools=("op_danger",)), True),
         (ToolCall("c", "x", {"target": "+15550001"}, canonical_tool="op_danger"), True),
         (ToolCall("c", "op_danger", {"target": "+15550002"}), False),
-        (ToolCall("c", "(op_danger)", {"target": "+15550001"}, rejected="unknown tool"), False),
+        # A refused call is read for the minefield tools its name spells, suspects listed or not.
+        (ToolCall("c", "(op_danger)", {"target": "+15550001"}, rejected="unknown tool"), True),
+        (ToolCall("c", "op_safe", {"target": "+15550001"}, rejected="unknown tool"), False),
         (ToolCall("c", "op_danger", {"target": "+15550001"}, actor="user"), False),
     ],
 )

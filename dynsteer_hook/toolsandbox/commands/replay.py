@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.model.errors import DynsteerError
+from dynsteer_hook.model.errors import DynsteerError, OutputError
 
 
 def add_replay_parser(sub: Any, *, flags: bool = True) -> None:
@@ -151,4 +151,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     if summary["judge_cache"] is not None:
         print(cache_sentence(summary["judge_cache"]))
     print(console_table(totals(replay_rows(summary["per_scenario"], args.out, args.out)), args.out / INDEX_HTML))
+    faulty = [r for r in summary["per_scenario"] if r.get("incomplete_logs") or r.get("report_error")]
+    if faulty:
+        first = faulty[0]
+        why = first.get("report_error") or first["incomplete_logs"][0]["reason"]
+        raise OutputError(f"{len(faulty)} scenario(s) could not write all their files ({why}), e.g. {first['scenario']}; their "
+                          "reports and the replay summary say what is missing (incomplete_logs); free some space and replay again")
     return 0

@@ -41,6 +41,12 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     run.add_argument("--script", type=Path, default=None, metavar="FILE|NAME",
                      help="script file for the Scripted agent/user, or the name of a shipped one (clean_solver, looping_agent, ...)")
     run.add_argument("--no-events", action="store_true", help="do not write dynsteer_events.jsonl per scenario")
+    run.add_argument("--max-parallel-calls", type=int, default=None, metavar="N",
+                     help="calls one agent turn may make; later ones are refused as malformed (default 32, "
+                          "env DYNSTEER_RUN_MAX_PARALLEL_CALLS)")
+    run.add_argument("--rollout-deadline", type=float, default=None, metavar="SECONDS",
+                     help="seconds a rollout may play before its conversation is ended, noted in the report "
+                          "(default none, env DYNSTEER_RUN_ROLLOUT_DEADLINE)")
     run.add_argument("--allow-stale-blueprints", action="store_true",
                      help="play blueprints compiled from another version of the scenario's public view (reported as stale)")
     add_model_flags(run, AGENT_MODEL, title=f"LiteLLM agent (--agent {LITELLM}: any model litellm reaches plays the agent)",
@@ -191,6 +197,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         agent_model=agent_model,
         user_model=user_model,
         allow_stale=args.allow_stale_blueprints,
+        limits=_limits(args),
     )
     # What can be checked without ToolSandbox's scenarios is checked before they load (seconds).
     check_output_dir(args.output_dir, "-o/--output_dir")
@@ -215,6 +222,32 @@ def _cmd_run(args: argparse.Namespace) -> int:
         results = run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
                                 ray_address=args.ray_address, progress=progress.finished)
     return _finish(results, out)
+
+
+def _limits(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Any:
+    """The rollout limits: the flags, else ``DYNSTEER_RUN_MAX_PARALLEL_CALLS`` and ``DYNSTEER_RUN_ROLLOUT_DEADLINE``."""
+    import os
+
+    from dynsteer_hook.toolsandbox.live.limits import MAX_PARALLEL_CALLS, RolloutLimits
+
+    env = os.environ if environ is None else environ
+
+    def pick(flag: Any, name: str, kind: type, default: Any) -> Any:
+        if flag is not None:
+            return flag
+        raw = env.get(name, "")
+        try:
+            return kind(raw) if raw else default
+        except ValueError:
+            raise DynsteerError(f"{name}={raw!r} is not a number; fix or unset the variable") from None
+
+    cap = pick(args.max_parallel_calls, "DYNSTEER_RUN_MAX_PARALLEL_CALLS", int, MAX_PARALLEL_CALLS)
+    deadline = pick(args.rollout_deadline, "DYNSTEER_RUN_ROLLOUT_DEADLINE", float, None)
+    if cap < 1:
+        raise DynsteerError(f"--max-parallel-calls {cap} must be at least 1")
+    if deadline is not None and not deadline > 0:
+        raise DynsteerError(f"--rollout-deadline {deadline} must be a positive number of seconds")
+    return RolloutLimits(max_parallel_calls=cap, deadline=deadline)
 
 
 def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:

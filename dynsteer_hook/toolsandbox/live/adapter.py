@@ -36,6 +36,7 @@ from dynsteer_hook.model.records import StopRecord
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import GatedCall, inspect_code, offered_tools
 from dynsteer_hook.toolsandbox.live.hook import EventSeen, RolloutHook, TurnEnded
+from dynsteer_hook.toolsandbox.live.limits import LimitTracker
 
 from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType, get_current_context
 from tool_sandbox.roles.base_role import BaseRole
@@ -243,8 +244,9 @@ class RolloutSession:
         scenario: The scenario's name, carried by every payload.
     """
 
-    def __init__(self, hook: RolloutHook, scenario: str) -> None:
+    def __init__(self, hook: RolloutHook, scenario: str, limits: LimitTracker | None = None) -> None:
         self._hook = hook
+        self.limits = limits if limits is not None else LimitTracker()
         self._scenario = scenario
         self.events = 0
         self.agent_turns = 0
@@ -263,6 +265,7 @@ class RolloutSession:
         new = frame.filter(pl.col("sandbox_message_index") > self._last_index)
         offered: dict[str, str] | None = None
         rewrites: dict[int, GatedCall] = {}
+        position = 0
         for row in new.iter_rows(named=True):
             if row["sender"] is None or str(row["sender"]) != role_type or str(row["recipient"]) != RoleType.EXECUTION_ENVIRONMENT:
                 continue
@@ -271,6 +274,9 @@ class RolloutSession:
                 offered = offered_tools(role_type)
             call_id = row.get("openai_tool_call_id")
             verdict = inspect_code(row.get("content") or "", row.get("openai_function_name"), call_id, offered, f"call_{index}")
+            position += 1
+            if position > self.limits.limits.max_parallel_calls:  # past the per-turn cap: refused, never run
+                verdict = self.limits.past_cap(verdict, position)
             self._gated[index] = verdict
             if verdict.code != row.get("content") or (call_id is not None and verdict.call_id != call_id):
                 rewrites[index] = verdict
@@ -327,7 +333,7 @@ class GuardedRole(BaseRole):
 
     def respond(self, ending_index: int | None = None) -> None:
         session = self.session
-        if session.stop is not None:
+        if session.stop is not None or session.limits.overdue(session.agent_turns):
             end_conversation_now()
             return
         try:

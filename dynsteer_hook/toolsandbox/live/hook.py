@@ -137,6 +137,7 @@ class RolloutEnd:
         report_error: Why the report files could not be written, when they could not.
         evaluator_seconds: Time spent in the hook's event handling.
         native: ToolSandbox's similarity of the rollout, when it evaluated it (the report shows it beside the score).
+        notes: What the loop did to the rollout (text repaired, calls past the cap refused, the deadline), for the report.
     """
 
     scenario: str
@@ -147,6 +148,7 @@ class RolloutEnd:
     report_error: str | None = None
     evaluator_seconds: float = 0.0
     native: NativeSimilarity | None = None
+    notes: tuple[str, ...] = ()
 
 
 class RolloutHook:
@@ -303,7 +305,7 @@ class LiveHook(RolloutHook):
             judged = len(self.evaluator.stages)
             report = self.evaluator.finish(crash=end.crash, interrupted=end.interrupted)
             self._closed(judged, end.scenario)  # calls left waiting close unanswered at the end, and are judged
-            report = with_files(report, stale=self.stale, incomplete_logs=self._gaps())
+            report = with_files(report, stale=self.stale, incomplete_logs=self._gaps(), notes=end.notes)
             if end.native is not None:  # a halted rollout's similarity is that of the cut trajectory
                 report = report.model_copy(update={"native": end.native.model_copy(update={"cut": report.halted})})
             try:

@@ -35,9 +35,11 @@ from dynsteer_hook.toolsandbox.live import interrupts
 from dynsteer_hook.toolsandbox.live.adapter import GuardedRole, RolloutSession
 from dynsteer_hook.toolsandbox.live.hook import EVENTS_FILE, EventFileHook, LiveHook, RolloutEnd, RolloutHook, RolloutStart
 from dynsteer_hook.toolsandbox.live.interrupts import InterruptControl
+from dynsteer_hook.toolsandbox.live.limits import LimitTracker, RolloutLimits
 from dynsteer_hook.toolsandbox.live.preflight import blueprint_path, default_blueprint_dir, model_of
 from dynsteer_hook.toolsandbox.live.results import ScenarioResult
 from dynsteer_hook.toolsandbox.roles.named import AGENTS, LITELLM, SCRIPTED, USERS, litellm_role
+from dynsteer_hook.toolsandbox.roles.repair import TextRepairs, guard_text
 from dynsteer_hook.toolsandbox.roles.scripted import ScriptedAgent, ScriptedUser, load_script
 from dynsteer_hook.toolsandbox.scenario_view import public_view
 
@@ -66,6 +68,7 @@ class RunOptions:
     allow_stale: bool = False  # play blueprints compiled from another version of the public view
     observers: tuple[RolloutHook, ...] = ()  # further hooks of every rollout (picklable: spawn workers get copies)
     write_reports: bool = True  # internal: false writes no report files and no run page (to measure what writing them costs)
+    limits: RolloutLimits = field(default_factory=RolloutLimits)  # parallel calls per turn, rollout deadline
 
 
 def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRole], ScriptedAgent | None]:
@@ -89,9 +92,24 @@ def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRol
     return {RoleType.USER: user, RoleType.EXECUTION_ENVIRONMENT: ExecutionEnvironment(), RoleType.AGENT: agent}, scripted_agent
 
 
+_PASS_THROUGH = (KeyboardInterrupt, SystemExit, GeneratorExit)
+"""What a failing rollout may raise past its scenario; anything else (an extension's panic too, which is no
+``Exception``) is the scenario's crash."""
+
+
 def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions, output_directory: Path) -> dict[str, Any]:
-    """Play and evaluate one scenario; its entry of ``per_scenario_results`` (see ``play_scenario``)."""
-    return play_scenario(name_and_scenario, options=options, output_directory=output_directory).record()
+    """Play and evaluate one scenario; its entry of ``per_scenario_results`` (see ``play_scenario``).
+
+    Whatever fails inside is this scenario's ``crashed`` result, so a worker of a pool always returns and never
+    dies with its job (which would leave the pool waiting for a result forever).
+    """
+    try:
+        return play_scenario(name_and_scenario, options=options, output_directory=output_directory).record()
+    except _PASS_THROUGH:
+        raise
+    except BaseException as exc:
+        name, scenario = name_and_scenario
+        return ScenarioResult.crashed(name, scenario.categories, exc, scenario.max_messages).record()
 
 
 def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions, output_directory: Path) -> ScenarioResult:
@@ -101,18 +119,20 @@ def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOption
     if control.stopping():
         return ScenarioResult.stopped(name, scenario.categories, NOT_STARTED)
     output_directory.mkdir(parents=True, exist_ok=True)
+    repairs = TextRepairs()
     roles, scripted = _build_roles(name, options)
+    roles = {rt: guard_text(role, repairs) for rt, role in roles.items()}  # text no encoder accepts never reaches the tables
     if options.evaluator != "dynsteer":
         try:
             with control.armed():
                 return _with_llm_spending(_play(name, scenario, roles, output_directory), roles)
         except KeyboardInterrupt:
             return ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
-    return _play_live(name, scenario, roles, scripted, options, output_directory, control)
+    return _play_live(name, scenario, roles, scripted, options, output_directory, control, repairs)
 
 
 def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], scripted: ScriptedAgent | None, options: RunOptions,
-               output_directory: Path, control: InterruptControl) -> ScenarioResult:
+               output_directory: Path, control: InterruptControl, repairs: TextRepairs) -> ScenarioResult:
     """dynsteer live in the loop: the roles hand their rows to the hook, which judges them and writes the report."""
     trajectory = output_directory / "trajectories" / name
     path = blueprint_path(options.blueprint_dir or default_blueprint_dir(), name)
@@ -134,7 +154,7 @@ def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], s
                   write_report=options.write_reports) as hook:
         agent_model = options.agent_model.model if options.agent_model is not None else None
         hook.on_rollout_start(RolloutStart(name, options.agent, agent_model, options.user, path.name, stale, scenario.max_messages))
-        session = RolloutSession(hook, name)
+        session = RolloutSession(hook, name, LimitTracker(options.limits))
         start = time.perf_counter()
         try:
             with control.armed():
@@ -143,7 +163,8 @@ def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], s
             result = ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
         seconds = time.perf_counter() - start
         try:
-            hook.on_rollout_end(RolloutEnd(name, seconds, result.crash_reason(), result.interrupted is not None, native=result.native()))
+            notes = tuple(n for n in (repairs.note(), *session.limits.notes()) if n)
+            hook.on_rollout_end(RolloutEnd(name, seconds, result.crash_reason(), result.interrupted is not None, native=result.native(), notes=notes))
         except Exception as exc:  # a report that cannot be built makes the scenario a crash, not the run
             return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=session.rows_seen, seconds=seconds,
                                      spent=hook.evaluator_seconds)
@@ -184,7 +205,9 @@ def _play(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], output
     try:
         played = scenario.play_and_evaluate(roles=roles, output_directory=output_directory, scenario_name=name)
         return ScenarioResult.evaluated(name, scenario.categories, played.evaluation_result)
-    except Exception as exc:  # a crashing rollout is a result, as in ToolSandbox
+    except _PASS_THROUGH:
+        raise
+    except BaseException as exc:  # a crashing rollout is a result, as in ToolSandbox (a Rust panic included)
         return ScenarioResult.crashed(name, scenario.categories, exc, scenario.max_messages)
     finally:
         for role in roles.values():

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from dynsteer_hook.files.inputs import load_json_input
+from dynsteer_hook.files.outputs import slug
 from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.report.compare_page import markdown_rows, md_row, replay_href, scenario_table
 from dynsteer_hook.toolsandbox.offline.metaeval import (
@@ -73,10 +74,7 @@ def agents_from(specs: Sequence[str], manifest: Path | None = None) -> list[Agen
             raise DynsteerError(f"agent folder {folder} does not exist; pass NAME=DIR with a folder of recorded runs")
         agents.append(AgentRuns(name, _repeats(folder)))
     if manifest is not None:
-        try:
-            data = json.loads(manifest.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
-            raise DynsteerError(f"manifest {manifest} cannot be read as JSON ({type(exc).__name__}); write {{\"agents\": {{NAME: [RUN_DIR, ...]}}}}") from None
+        _, data = load_json_input(manifest, "manifest", 'write {"agents": {NAME: [RUN_DIR, ...]}}', DynsteerError)
         table = data.get("agents") if isinstance(data, dict) else None
         if not isinstance(table, dict) or not all(isinstance(v, list) and all(isinstance(x, str) for x in v) for v in table.values()):
             raise DynsteerError(f"manifest {manifest} must be {{\"agents\": {{NAME: [RUN_DIR, ...]}}}}")
@@ -135,7 +133,8 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
         repeat_means: dict[str, list[float]] = {e: [] for e in EVALUATORS}
         skipped = 0
         for r, folder in enumerate(agent.repeats):
-            summary = replay_runs([folder], options, out / "replays" / agent.name / f"repeat_{r}", processes, progress,
+            # The name is any text (a manifest key): its folder is a slug, the name itself stays in compare.json.
+            summary = replay_runs([folder], options, out / "replays" / slug(agent.name) / f"repeat_{r}", processes, progress,
                                   engine=engine, ray_address=ray_address)
             skipped += summary["skipped"]
             done = summary["per_scenario"]
@@ -154,7 +153,7 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
                 if x["virtual_stop"] is not None:
                     stops.append({"agent": agent.name, "task": x["scenario"], "reason": x["stop"]["reason"], **x["virtual_stop"]})
         if not rows:
-            raise DynsteerError(f"agent {agent.name!r}: no scenario could be replayed (see the skipped reasons under {out / 'replays' / agent.name})")
+            raise DynsteerError(f"agent {agent.name!r}: no scenario could be replayed (see the skipped reasons under {out / 'replays' / slug(agent.name)})")
         entry: dict[str, Any] = {"repeats": len(agent.repeats), "trajectories": len(rows), "skipped": skipped}
         for e in EVALUATORS:
             mean, std = repeat_spread(repeat_means[e])

@@ -13,7 +13,6 @@ at the same ``k`` and ``t``. Each event carries its execution batch (agent turn)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ import polars as pl
 
 from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.model.events import Event
+from dynsteer_hook.model.json_text import JsonTextError, loads
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import GatedCall, inspect_code, offered_tools
 from dynsteer_hook.toolsandbox.live.adapter import STATE_NAMESPACES, RowMapper, simulator_only, state_changes
@@ -86,11 +86,13 @@ def _read_json(path: Path, what: str) -> Any:
     if path.stat().st_size > _MAX_FILE_BYTES:
         raise RecordingError(f"{what} {path} is larger than {_MAX_FILE_BYTES // 2**20} MiB")
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise RecordingError(f"{what} {path} cannot be read ({exc})") from None
-    except (json.JSONDecodeError, RecursionError):
-        raise RecordingError(f"{what} {path} is not valid JSON (truncated or damaged)") from None
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise RecordingError(f"{what} {path} cannot be read ({exc.strerror or exc})") from None
+    try:
+        return loads(raw)
+    except JsonTextError as exc:
+        raise RecordingError(f"{what} {path} {exc} (truncated, damaged or hostile)") from None
 
 
 def _context(data: Any, path: Path) -> ExecutionContext:
@@ -123,8 +125,8 @@ def _costs(path: Path) -> dict[int, BatchCost]:
                 if '"batch_cost"' not in line:
                     continue
                 try:
-                    rec = json.loads(line)
-                except (json.JSONDecodeError, RecursionError):
+                    rec = loads(line)
+                except JsonTextError:
                     continue
                 info = rec.get("info", {}) if isinstance(rec, dict) else {}
                 cost = info.get("batch_cost") if isinstance(info, dict) else None

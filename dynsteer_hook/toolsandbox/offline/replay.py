@@ -26,11 +26,12 @@ from typing import Any
 
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.events import EventLog
-from dynsteer_hook.files.outputs import JsonlSink, write_json_atomic
+from dynsteer_hook.files.outputs import check_apart, check_output_dir, create_dir, is_safe_name, open_log, write_json_atomic
+from dynsteer_hook.files.outputs import reason as os_reason
 from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
-from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
-from dynsteer_hook.model.records import NativeSimilarity
+from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt, OutputError
+from dynsteer_hook.model.records import IncompleteLog, NativeSimilarity, with_files
 from dynsteer_hook.report.run_page import INDEX_HTML, replay_rows, write_run_page
 from dynsteer_hook.report.run_summary import ErrorBrief, StopBrief, clip
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
@@ -151,6 +152,10 @@ def jobs_of(run: Path, out: Path) -> tuple[list[Job], list[dict[str, Any]]]:
     jobs: list[Job] = []
     for name in sorted(names):
         s = summaries.get(name)
+        if not is_safe_name(name):  # a summary's name is text, not a path: ../x would read and write outside the folders
+            skipped.append({"run": str(run), "scenario": name[:200], "reason": "its name cannot be a folder name (only letters, "
+                            "digits, '.', '_' and '-', not starting with '.')"})
+            continue
         if s is not None and s.get("exception_type") and not (run / "trajectories" / name).is_dir():
             skipped.append({"run": str(run), "scenario": name, "reason": f"the recorded rollout crashed ({s.get('exception_type')}) and left no trajectory"})
             continue
@@ -180,13 +185,16 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
     except RecordingError as exc:
         return {"run": str(job.run), "scenario": job.scenario, "skipped": str(exc)}
     out = job.out / "trajectories" / job.scenario
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        return {"run": str(job.run), "scenario": job.scenario, "skipped": f"its report folder {out} cannot be created ({os_reason(exc)})"}
     batches = agent_batches(recording.context)
     stop_batch: int | None = None
-    with JsonlSink(out / AUDIT_LOG) as sink:
+    with open_log(out / AUDIT_LOG) as sink:
         judges = options.judges.build()
         evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
-        log = EventLog(out / EVENTS_FILE) if options.write_events else None
+        log = EventLog(open_log(out / EVENTS_FILE)) if options.write_events else None
         try:
             for item in recorded_events(recording.context):
                 if log is not None:
@@ -201,9 +209,18 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
                 log.close()
         report = evaluator.finish()
     report = report.model_copy(update={"native": _native(recording)})
-    write_run_report(report, out, bp)
+    gaps = [IncompleteLog(file=name, from_record=f.records, reason=f.error) for name, f in
+            ((AUDIT_LOG, sink), (EVENTS_FILE, log.sink if log is not None else None)) if f is not None and f.error]
+    report = with_files(report, incomplete_logs=tuple(gaps))
+    try:
+        write_run_report(report, out, bp)
+        report_error = None
+    except OSError as exc:
+        report_error = f"{out}: {os_reason(exc)}"
     vstop = virtual_stop(stop_batch, batches, recording.costs) if stop_batch is not None else None
     result = _result(recording, report, vstop, batches, time.perf_counter() - start)
+    result["incomplete_logs"] = [g.model_dump() for g in report.incomplete_logs]
+    result["report_error"] = report_error
     cache = judge_cache_stats(judges)
     if cache is not None:
         result["judge_cache"] = cache
@@ -308,23 +325,29 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
     """
     check_engine(engine, ray_address)
     runs = find_runs(paths)
+    check_apart(out, runs, "-o/--out")
+    check_output_dir(out, "-o/--out")
     jobs: list[Job] = []
     skipped: list[dict[str, Any]] = []
     for run in runs:
         js, sk = jobs_of(run, out)
         jobs += js
         skipped += sk
-    out.mkdir(parents=True, exist_ok=True)
+    create_dir(out, "-o/--out")
     worker = partial(replay_one, options=options)
     results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress))
     summary = summarize(results, skipped)
-    for run in runs:
-        mine = summarize([r for r in results if r["run"] == str(run)], [s for s in skipped if s["run"] == str(run)])
-        write_json_atomic(out / run.name / REPLAY_SUMMARY, mine)
-        write_run_page(out / run.name, f"dynsteer replay: {run.name}", replay_rows(mine["per_scenario"], out / run.name, out), kind="replay",
-                       links=[("all runs of this replay", "../" + INDEX_HTML)])
-    write_json_atomic(out / REPLAY_SUMMARY, summary)
-    write_run_page(out, f"dynsteer replay: {out.name}", replay_rows(summary["per_scenario"], out, out), kind="replay")
+    try:
+        for run in runs:
+            mine = summarize([r for r in results if r["run"] == str(run)], [s for s in skipped if s["run"] == str(run)])
+            write_json_atomic(out / run.name / REPLAY_SUMMARY, mine)
+            write_run_page(out / run.name, f"dynsteer replay: {run.name}", replay_rows(mine["per_scenario"], out / run.name, out), kind="replay",
+                           links=[("all runs of this replay", "../" + INDEX_HTML)])
+        write_json_atomic(out / REPLAY_SUMMARY, summary)
+        write_run_page(out, f"dynsteer replay: {out.name}", replay_rows(summary["per_scenario"], out, out), kind="replay")
+    except OSError as exc:
+        raise OutputError(f"the replay summaries cannot be written to {out} ({os_reason(exc)}); the reports written there are kept; "
+                          "free some space and replay again") from None
     return summary
 
 

@@ -65,7 +65,8 @@ def load_script(path: str | Path) -> dict[str, ScenarioScript]:
         ScenarioError: Missing, unreadable, not JSON, or malformed (one sentence naming the file or the scenario).
     """
     p = Path(path)
-    _, data = load_json_input(p, "script file", "pass --script with a JSON file", ScenarioError)
+    # A script is as hostile as a model: its lone surrogates are repaired where its messages are stored (roles.repair).
+    _, data = load_json_input(p, "script file", "pass --script with a JSON file", ScenarioError, surrogates=True)
     if not isinstance(data, dict):
         raise ScenarioError(f"script file {p} must map scenario names to scripts, found {type(data).__name__}")
     scripts: dict[str, ScenarioScript] = {}
