@@ -22,7 +22,7 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     )
     if not flags:
         return
-    from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags, add_otel_flags
     from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
     from dynsteer_hook.toolsandbox.roles.named import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
 
@@ -47,6 +47,7 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     add_engine_flags(run)
     add_config_flags(run)
     add_judge_flags(run)
+    add_otel_flags(run)
     run.set_defaults(func=_cmd_run)
 
 
@@ -120,7 +121,7 @@ def _finish(results: list[dict[str, Any]], out: Path) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
-    from dynsteer_hook.flags import config_from_args, judges_from_args
+    from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers, otel_shutdown
     from dynsteer_hook.toolsandbox.live.engines import check_engine
     from dynsteer_hook.toolsandbox.live.preflight import check_blueprint_dir, check_script
     from dynsteer_hook.toolsandbox.live.runner import (
@@ -136,6 +137,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.parallel < 1:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
     check_engine(args.engine, args.ray_address)
+    if args.otel is not None and args.evaluator != "dynsteer":
+        raise DynsteerError("--otel exports what dynsteer judged: drop --evaluator native, or drop --otel")
     settings, config = judges_from_args(args, config_from_args(args))
     settings.build()  # a bad model string or a missing key stops the run before it starts
     agent_model, user_model = _role_model(args, "agent"), _role_model(args, "user")
@@ -151,6 +154,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         agent_model=agent_model,
         user_model=user_model,
         allow_stale=args.allow_stale_blueprints,
+        observers=otel_observers(args, source="run", theta_pass=config.theta_pass),
     )
     # What can be checked without ToolSandbox's scenarios is checked before they load (seconds).
     check_output_dir(args.output_dir, "-o/--output_dir")
@@ -168,8 +172,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
     categories, tools = scenario_counts(scenarios)
     print("Number of test cases per category:", json.dumps(dict(categories.most_common()), indent=4, ensure_ascii=False))
     print("Number of test cases per necessary tool name:", json.dumps(dict(tools.most_common()), indent=4, ensure_ascii=False))
-    return _finish(run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
-                                 ray_address=args.ray_address), out)
+    try:
+        results = run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine, ray_address=args.ray_address)
+    finally:
+        otel_shutdown(options.observers)
+    return _finish(results, out)
 
 
 def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:

@@ -15,6 +15,7 @@ no blueprint) are skipped with their reason in the summary; the rest go on.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections import Counter
@@ -33,6 +34,7 @@ from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
+from dynsteer_hook.toolsandbox.live.hook import EventSeen, RolloutEnd, RolloutHook, RolloutStart, finish_observed, judge_event
 from dynsteer_hook.toolsandbox.offline.recording import (
     RESULT_SUMMARY,
     BatchCost,
@@ -96,6 +98,7 @@ class ReplayOptions:
     config: EvaluatorConfig = field(default_factory=EvaluatorConfig)
     judges: JudgeSettings = field(default_factory=JudgeSettings)
     write_events: bool = False
+    observers: tuple[RolloutHook, ...] = ()  # told the replayed rollout as a live run tells them (picklable)
 
 
 @dataclass(frozen=True)
@@ -183,19 +186,27 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
         judges = options.judges.build()
         evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
         log = EventLog(out / EVENTS_FILE) if options.write_events else None
+        observers = options.observers
+        for hook in observers:
+            hook.on_rollout_start(RolloutStart(job.scenario, *_roles(job.run), f"{job.scenario}.json", False, 0))
         try:
-            for item in recorded_events(recording.context):
+            for k, item in enumerate(recorded_events(recording.context), start=1):
                 if log is not None:
                     log.write(item.event)
+                seen = EventSeen(job.scenario, k, item.batch, item.event)
+                for hook in observers:
+                    hook.on_event(seen)
                 try:
-                    evaluator.observe(item.event)
+                    judge_event(evaluator, seen, observers)
                 except Halt:
                     stop_batch = item.batch
                     break
         finally:
             if log is not None:
                 log.close()
-        report = evaluator.finish()
+        report = finish_observed(evaluator, job.scenario, observers)
+    for hook in observers:
+        hook.on_rollout_end(RolloutEnd(job.scenario, time.perf_counter() - start, report=report))
     write_run_report(report, out, bp)
     vstop = virtual_stop(stop_batch, batches, recording.costs) if stop_batch is not None else None
     result = _result(recording, report, vstop, batches, time.perf_counter() - start)
@@ -203,6 +214,15 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
     if cache is not None:
         result["judge_cache"] = cache
     return result
+
+
+_RUN_FOLDER = re.compile(r"agent_(?P<agent>.+)_user_(?P<user>.+)_\d{2}_\d{2}_\d{4}_\d{2}_\d{2}_\d{2}")
+
+
+def _roles(run: Path) -> tuple[str, None, str]:
+    """The agent and user a run folder's name says (ToolSandbox's agent_<model>_user_<model>_<timestamp>), else empty."""
+    found = _RUN_FOLDER.fullmatch(run.name)
+    return (found["agent"], None, found["user"]) if found else ("", None, "")
 
 
 def _result(recording: Recording, report: Any, vstop: VirtualStop | None, batches: int, seconds: float) -> dict[str, Any]:
