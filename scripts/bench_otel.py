@@ -2,10 +2,11 @@
 ``--otel`` against the same run without.
 
 1. Cost per raw event: the lifecycle payloads of real scripted rollouts (each scenario's "explorer" agent, built from
-   its public view as in ``bench_live.py``) are recorded once, then handed to the OpenTelemetry observer again and
-   again, exporting to the SDK's in-memory exporter. With ``SimpleSpanProcessor`` every span and evaluation event is
-   exported as it ends, so the figure charges the whole export to the rollout; the batch processor's figure (what
-   ``--otel`` uses) is printed beside it. Goal: <= 20 us per raw event.
+   its public view as in ``bench_live.py``, and the shipped scripts that settle every stage) are recorded once, then
+   handed to the OpenTelemetry observer again and again, exporting to the SDK's in-memory exporter through the batch
+   processor ``--otel`` uses; beside it, ``SimpleSpanProcessor``, which exports every span and evaluation event as it
+   ends. Wall time and the process's CPU time (all threads) are printed: on a loaded machine the wall time also holds
+   the waits for a CPU. Goal: <= 20 us per raw event.
 2. Live wall time: the same rollouts played with dynsteer live, with and without the observer exporting OTLP over
    HTTP to a collector in another process on 127.0.0.1 (it decodes nothing and answers 200), alternating the order per
    scenario, ``--repeat`` times; the end-of-run flush is charged to the ``--otel`` side. Goal: <= 3% wall time.
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -27,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+os.environ.setdefault("TQDM_DISABLE", "1")  # ToolSandbox's progress bar per scenario (read when tqdm is imported)
 
 from opentelemetry.sdk._logs.export import InMemoryLogRecordExporter
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
@@ -44,6 +48,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_live import explorer
 
 GOAL_PER_EVENT_US = 20.0
+SHIPPED = Path(__file__).resolve().parents[1] / "dynsteer_hook" / "data" / "scripts"
+SETTLING = ("clean_solver", "alternative_path")  # shipped scripts whose rollouts settle (and judge) every stage
 GOAL_WALL = 0.03
 COLLECTOR = r"""
 import sys
@@ -88,22 +94,26 @@ class Recorder(RolloutHook):
         self.calls.append(("on_rollout_end", end))
 
 
-def per_event_cost(recorded: list[list[tuple[str, Any]]], rounds: int, *, batch: bool) -> tuple[float, int]:
-    """Microseconds per raw event of the observer exporting to memory, over ``rounds`` passes of the recorded rollouts."""
+def _script_names(script: str) -> list[str]:
+    return [k for k in json.loads((SHIPPED / f"{script}.json").read_text()) if not k.startswith("_")]
+
+
+def per_event_cost(recorded: list[list[tuple[str, Any]]], rounds: int, *, batch: bool) -> tuple[float, float, int]:
+    """Microseconds per raw event of the observer exporting to memory, over ``rounds`` passes of the recorded rollouts:
+    wall time, and the process's CPU time (every thread; on a loaded machine the wall time also holds the waits for a CPU)."""
     spans, logs = InMemorySpanExporter(), InMemoryLogRecordExporter()
     telemetry = Telemetry.build(OtelSettings(), spans, logs, batch=batch)
     observer = OtelObserver(OtelSettings(), telemetry=telemetry)
     events = sum(1 for calls in recorded for name, _ in calls if name == "on_event") * rounds
     bound = [[(getattr(observer, name), payload) for name, payload in calls] for calls in recorded]
-    start = time.perf_counter()
+    wall, cpu = time.perf_counter(), time.process_time()
     for _ in range(rounds):
         for calls in bound:
             for method, payload in calls:
                 method(payload)
-            spans.clear()
-            logs.clear()
     telemetry.shutdown()
-    return (time.perf_counter() - start) / events * 1e6, events
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return wall / events * 1e6, cpu / events * 1e6, events
 
 
 def _collector() -> tuple[subprocess.Popen[str], str]:
@@ -164,29 +174,37 @@ def main() -> int:
             script = root / "explorer.json"
             script.write_text(json.dumps({n: explorer(list(public_view(n, scenarios[n]).tools)) for n in chosen}))
             recorded = []
-            for n in chosen:
+            plays = [(script, n) for n in chosen] + [(SHIPPED / f"{f}.json", n) for f in SETTLING for n in _script_names(f)
+                                                      if blueprint_path(args.blueprints, n).is_file()]
+            for path, n in plays:
                 rec = Recorder()
-                run_scenario((n, scenarios[n]), options=RunOptions("Scripted", "Scripted", script=script, blueprint_dir=args.blueprints,
+                run_scenario((n, scenarios[n]), options=RunOptions("Scripted", "Scripted", script=path, blueprint_dir=args.blueprints,
                                                                     observers=(rec,)), output_directory=root / "recorded")
                 recorded.append(rec.calls)
-            simple_us, events = per_event_cost(recorded, args.rounds, batch=False)
-            batch_us, _ = per_event_cost(recorded, args.rounds, batch=True)
+            calls = sum(len(p.action.calls) for c in recorded for name, p in c if name == "on_action_closed")
+            stages = sum(len(p.stages) for c in recorded for name, p in c if name == "on_action_closed")
+            simple_wall, simple_cpu, events = per_event_cost(recorded, args.rounds, batch=False)
+            batch_wall, batch_cpu, _ = per_event_cost(recorded, args.rounds, batch=True)
             live = live_wall(chosen, scenarios, script, args.blueprints, root, args.repeat, url)
     finally:
         collector.terminate()
         collector.wait()
-    out = {"scenarios": len(chosen), "repeat": args.repeat, "raw_events": events, "per_event_us_simple": round(simple_us, 2),
-           "per_event_us_batch": round(batch_us, 2), "per_event_goal_us": GOAL_PER_EVENT_US, **live, "wall_goal": GOAL_WALL}
+    out = {"scenarios": len(chosen), "repeat": args.repeat, "raw_events": events, "calls": calls, "stages": stages,
+           "per_event_us_simple_wall": round(simple_wall, 2), "per_event_us_simple_cpu": round(simple_cpu, 2),
+           "per_event_us_batch_wall": round(batch_wall, 2), "per_event_us_batch_cpu": round(batch_cpu, 2),
+           "per_event_goal_us": GOAL_PER_EVENT_US, **live, "wall_goal": GOAL_WALL}
     if args.json:
         print(json.dumps(out, indent=2))
         return 0
-    print(f"OpenTelemetry export over {len(chosen)} scenarios ({events} raw events in {args.rounds} passes; live run x {args.repeat} repeats)")
-    print(f"  {'measure':<58}{'measured':>12}{'goal':>10}")
-    print(f"  {'export cost per raw event, us (in-memory, each span exported)':<58}{simple_us:>12.2f}{GOAL_PER_EVENT_US:>10.1f}")
-    print(f"  {'export cost per raw event, us (in-memory, batched as --otel)':<58}{batch_us:>12.2f}{GOAL_PER_EVENT_US:>10.1f}")
-    print(f"  {'live rollouts without --otel, s (min of repeats)':<58}{live['plain_seconds']:>12.3f}")
-    print(f"  {'live rollouts with --otel to a local collector, s':<58}{live['otel_seconds']:>12.3f}")
-    print(f"  {'wall time overhead of --otel (flush included)':<58}{live['overhead']:>+12.2%}{GOAL_WALL:>+10.0%}")
+    print(f"OpenTelemetry export over {len(chosen)} scenarios: {events // args.rounds} raw events ({calls} agent tool calls, {stages} "
+          f"judged stages) handed to the observer {args.rounds} times; the live run x {args.repeat} repeats")
+    print(f"  {'measure':<58}{'wall':>10}{'CPU':>10}{'goal':>10}")
+    print(f"  {'export cost per raw event, us (in-memory, batched as --otel)':<58}{batch_wall:>10.2f}{batch_cpu:>10.2f}{GOAL_PER_EVENT_US:>10.1f}")
+    print(f"  {'export cost per raw event, us (in-memory, each span exported)':<58}{simple_wall:>10.2f}{simple_cpu:>10.2f}{GOAL_PER_EVENT_US:>10.1f}")
+    print(f"  {'measure':<58}{'measured':>10}{'':>10}{'goal':>10}")
+    print(f"  {'live rollouts without --otel, s (min of repeats)':<58}{live['plain_seconds']:>10.3f}")
+    print(f"  {'live rollouts with --otel to a local collector, s':<58}{live['otel_seconds']:>10.3f}")
+    print(f"  {'wall time overhead of --otel (flush included)':<58}{live['overhead']:>+10.2%}{'':>10}{GOAL_WALL:>+10.0%}")
     print(f"  median per scenario {live['median_per_scenario_overhead']:+.2%}; end-of-run flush {live['flush_seconds']:.3f} s")
     return 0
 

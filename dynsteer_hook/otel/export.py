@@ -40,6 +40,7 @@ from opentelemetry.sdk._logs.export import (
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.sampling import ALWAYS_ON
 from opentelemetry.trace import Tracer
 
 from dynsteer_hook.otel.settings import OtelSettings
@@ -277,7 +278,7 @@ class Telemetry:
         else:
             span_processor = SimpleSpanProcessor(GuardedSpans(spans, breaker))
             log_processor = SimpleLogRecordProcessor(GuardedLogs(logs, breaker))
-        tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
+        tracer_provider = TracerProvider(sampler=ALWAYS_ON, resource=resource, shutdown_on_exit=False)  # every rollout is kept
         tracer_provider.add_span_processor(span_processor)
         logger_provider = LoggerProvider(resource=resource, shutdown_on_exit=False)
         logger_provider.add_log_record_processor(log_processor)

@@ -18,8 +18,8 @@ Everything an agent or a tool produced is cut to a bounded length before it beco
 from __future__ import annotations
 
 import json
+import random
 import time
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -87,21 +87,18 @@ def first_error_attributes(error: FirstError) -> dict[str, Any]:
 
 
 def evaluation_attributes(stage: StageRecord, theta_pass: float) -> dict[str, Any]:
-    """The ``gen_ai.evaluation.result`` attributes of one judged stage."""
-    explanation = "; ".join(f"{d}: {r}" for d, r in stage.rationale.items() if r)
+    """The ``gen_ai.evaluation.result`` attributes of one judged stage (few: each costs the rollout its time)."""
     found: dict[str, Any] = {
         genai.GEN_AI_EVALUATION_NAME: EVALUATION_NAME,
         genai.GEN_AI_EVALUATION_SCORE_VALUE: stage.composite,
         genai.GEN_AI_EVALUATION_SCORE_LABEL: "pass" if stage.composite >= theta_pass else "fail",
-        "dynsteer.milestone": _cut(stage.milestone, NAME_CHARS), "dynsteer.stage.tool": _cut(stage.tool, NAME_CHARS),
-        "dynsteer.t": stage.t, "dynsteer.k": stage.k, "dynsteer.window.anchor": stage.window.anchor,
+        "dynsteer.milestone": _cut(stage.milestone, NAME_CHARS), "dynsteer.t": stage.t,
     }
+    explanation = "; ".join(f"{d}: {r}" for d, r in stage.rationale.items() if r)
     if explanation:
         found[genai.GEN_AI_EVALUATION_EXPLANATION] = _cut(explanation)
     for d, s in stage.scores.items():
         found[f"dynsteer.score.{d}"] = s
-    for d, tier in stage.tiers.items():
-        found[f"dynsteer.tier.{d}"] = tier.used
     if stage.degraded:
         found["dynsteer.degraded"] = list(stage.degraded)
     return found
@@ -155,7 +152,7 @@ class OtelObserver(RolloutHook):
     def on_rollout_start(self, start: RolloutStart) -> None:
         agent = _cut(start.agent, NAME_CHARS)
         attributes: dict[str, Any] = {
-            genai.GEN_AI_OPERATION_NAME: INVOKE_AGENT, genai.GEN_AI_CONVERSATION_ID: uuid.uuid4().hex,
+            genai.GEN_AI_OPERATION_NAME: INVOKE_AGENT, genai.GEN_AI_CONVERSATION_ID: f"{random.getrandbits(128):032x}",
             "dynsteer.scenario": start.scenario, "dynsteer.blueprint": start.blueprint, "dynsteer.source": self.source,
         }
         if agent:
@@ -201,8 +198,7 @@ class OtelObserver(RolloutHook):
         r.span.set_status(Status(StatusCode.ERROR, _cut(f"halted: {halted.stop.reason}: {halted.stop.detail}", 512)))
         r.span.set_attribute(ERROR_TYPE, f"dynsteer.halt.{halted.stop.reason}")
         if halted.call is not None:
-            span = self._call_span(r, halted.stop.k, halted.call, t=halted.stop.t, intercepted=halted.stop)
-            span.add_event("dynsteer.stop", attributes)
+            self._call_span(r, halted.stop.k, halted.call, t=halted.stop.t, intercepted=halted.stop)
 
     def on_rollout_end(self, end: RolloutEnd) -> None:
         r, self._rollout = self._rollout, None
@@ -231,7 +227,7 @@ class OtelObserver(RolloutHook):
         tool = _cut(call.tool, NAME_CHARS)
         attributes: dict[str, Any] = {
             genai.GEN_AI_OPERATION_NAME: EXECUTE_TOOL, genai.GEN_AI_TOOL_NAME: tool, genai.GEN_AI_TOOL_CALL_ID: _cut(call.call_id, NAME_CHARS),
-            genai.GEN_AI_TOOL_TYPE: "function", "dynsteer.tool.resolved": _cut(call.canonical_tool or call.tool, NAME_CHARS),
+            "dynsteer.tool.resolved": _cut(call.canonical_tool, NAME_CHARS) if call.canonical_tool else tool,
             "dynsteer.k": k, "dynsteer.t": t, "dynsteer.tool_call.executed": result is not None and call.rejected is None,
         }
         if self.settings.capture_content:
@@ -255,6 +251,8 @@ class OtelObserver(RolloutHook):
             attributes[ERROR_TYPE] = _error_type(result.exception)
             status = Status(StatusCode.ERROR, _cut(result.exception, 512))
         span = self.telemetry.tracer.start_span(f"{EXECUTE_TOOL} {tool}", r.context, SpanKind.INTERNAL, attributes, start_time=started)
+        if intercepted is not None:
+            span.add_event("dynsteer.stop", stop_attributes(intercepted))
         if status is not None:
             span.set_status(status)
         span.end(end_time=max(ended, started))

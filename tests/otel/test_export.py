@@ -103,7 +103,7 @@ def test_a_dead_collector_costs_one_bounded_export_and_one_warning(collector: st
         with silent_port() as port:
             url = f"http://127.0.0.1:{port}"
             plain, played, flush, warnings = _dead_collector_run(url, 20)
-    assert played < 1.5 * plain + 0.5, (plain, played)  # the rollouts never wait for the collector
+    assert played < 2 * plain + 1.0, (plain, played)  # the rollouts never wait for the collector (waiting, each would take 1 s)
     assert flush < 2.5, flush  # one export of at most 1 s (and its one quick retry); the breaker dropped the rest
     assert len(warnings) == 1 and warnings[0]["target"] == url, warnings
 

@@ -81,7 +81,7 @@ def test_a_fatal_call_is_a_span_never_executed_and_the_halt_is_the_rollout_statu
     fatal = mem.one("execute_tool delete_all")
     assert fatal.attributes is not None and fatal.attributes["dynsteer.intercepted"] is True
     assert fatal.attributes["dynsteer.tool_call.executed"] is False and fatal.status.status_code == StatusCode.ERROR
-    assert fatal.attributes["dynsteer.k"] == report.stop.k
+    assert fatal.attributes["dynsteer.k"] == report.stop.k and [e.name for e in fatal.events] == ["dynsteer.stop"]
     assert [s.name for s in mem.finished()].count("execute_tool op_a") == 1
 
 
