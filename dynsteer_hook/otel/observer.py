@@ -17,13 +17,15 @@ Everything an agent or a tool produced is cut to a bounded length before it beco
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
+import structlog
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes as genai
@@ -36,6 +38,8 @@ from dynsteer_hook.otel.export import Telemetry, telemetry_for
 from dynsteer_hook.otel.settings import OtelSettings
 from dynsteer_hook.runtime.clock import CallOutcome
 from dynsteer_hook.toolsandbox.live.hook import ActionClosed, EventSeen, Halted, RolloutEnd, RolloutHook, RolloutStart
+
+log = structlog.get_logger(__name__)
 
 EVALUATION_EVENT = "gen_ai.evaluation.result"
 EVALUATION_NAME = "dynsteer.stage"
@@ -115,6 +119,22 @@ class _Rollout:
     t: int = 0
 
 
+P = TypeVar("P")
+
+
+def _never_raises(method: Callable[[OtelObserver, P], None]) -> Callable[[OtelObserver, P], None]:
+    """A lifecycle method whose failure drops the rollout's telemetry (with one warning) and never reaches the rollout."""
+
+    @functools.wraps(method)
+    def hook(self: OtelObserver, payload: P) -> None:
+        try:
+            method(self, payload)
+        except Exception as exc:  # telemetry must never end a rollout as a crash
+            self._give_up(exc)
+
+    return hook
+
+
 class OtelObserver(RolloutHook):
     """Exports every rollout it sees as GenAI spans and evaluation events (see the module's text).
 
@@ -133,13 +153,14 @@ class OtelObserver(RolloutHook):
         self.theta_pass = theta_pass
         self._telemetry = telemetry
         self._rollout: _Rollout | None = None
+        self._warned = False
 
     def __getstate__(self) -> dict[str, Any]:
         return {"settings": self.settings, "source": self.source, "theta_pass": self.theta_pass}
 
     def __setstate__(self, state: Mapping[str, Any]) -> None:
         self.settings, self.source, self.theta_pass = state["settings"], state["source"], state["theta_pass"]
-        self._telemetry, self._rollout = None, None
+        self._telemetry, self._rollout, self._warned = None, None, False
 
     @property
     def telemetry(self) -> Telemetry:
@@ -147,9 +168,19 @@ class OtelObserver(RolloutHook):
             self._telemetry = telemetry_for(self.settings)
         return self._telemetry
 
+    def _give_up(self, exc: Exception) -> None:
+        if not self._warned:
+            self._warned = True
+            log.warning("OpenTelemetry: a rollout's telemetry is dropped", error=f"{type(exc).__name__}: {exc}"[:300])
+        self._rollout = None
+
     # -- the lifecycle -------------------------------------------------------------------
 
+    @_never_raises
     def on_rollout_start(self, start: RolloutStart) -> None:
+        if self._rollout is not None:  # the last rollout never ended (its report could not be built)
+            self._rollout.span.set_status(Status(StatusCode.ERROR, "the rollout ended without a report"))
+            self._rollout.span.end()
         agent = _cut(start.agent, NAME_CHARS)
         attributes: dict[str, Any] = {
             genai.GEN_AI_OPERATION_NAME: INVOKE_AGENT, genai.GEN_AI_CONVERSATION_ID: f"{random.getrandbits(128):032x}",
@@ -169,6 +200,7 @@ class OtelObserver(RolloutHook):
                                                 attributes=attributes)
         self._rollout = _Rollout(span, trace.set_span_in_context(span))
 
+    @_never_raises
     def on_event(self, seen: EventSeen) -> None:
         r = self._rollout
         if r is None:
@@ -180,6 +212,7 @@ class OtelObserver(RolloutHook):
         elif type(event) is ToolResult:
             r.results[seen.k] = time.time_ns()
 
+    @_never_raises
     def on_action_closed(self, closed: ActionClosed) -> None:
         r = self._rollout
         if r is None:
@@ -189,6 +222,7 @@ class OtelObserver(RolloutHook):
         for stage in closed.stages:
             self._evaluation(stage, self._closing_span(stage, spans) or r.span)
 
+    @_never_raises
     def on_halt(self, halted: Halted) -> None:
         r = self._rollout
         if r is None:
@@ -200,6 +234,7 @@ class OtelObserver(RolloutHook):
         if halted.call is not None:
             self._call_span(r, halted.stop.k, halted.call, t=halted.stop.t, intercepted=halted.stop)
 
+    @_never_raises
     def on_rollout_end(self, end: RolloutEnd) -> None:
         r, self._rollout = self._rollout, None
         if r is None:

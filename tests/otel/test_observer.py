@@ -6,6 +6,7 @@ from __future__ import annotations
 import pickle
 
 import pytest
+import structlog
 from builders import DELETE_ALL, UserMessage, act, call, family, result, settle_events
 from opentelemetry import trace
 from opentelemetry.trace import StatusCode
@@ -148,6 +149,22 @@ def test_each_rollout_is_its_own_trace() -> None:
     feed(CHAIN, settle_events(["a"]), watcher)
     roots = [s for s in mem.finished() if s.name.startswith("invoke_agent")]
     assert len(roots) == 2 and roots[0].context.trace_id != roots[1].context.trace_id
+
+
+def test_a_failing_exporter_drops_the_telemetry_never_the_rollout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the SDK raises inside the observer, the rollout goes on to its report and one warning says so."""
+    mem = memory()
+    watcher = observer(mem)
+
+    def broken(*args: object, **kw: object) -> None:
+        raise RuntimeError("exporter bug")
+
+    monkeypatch.setattr(mem.telemetry.tracer, "start_span", broken)
+    with structlog.testing.capture_logs() as logs:
+        report = feed(CHAIN, settle_events(["a", "b"]), watcher)
+        feed(CHAIN, settle_events(["a"]), watcher)
+    assert report.settled == ["a", "b"] and report.outcome == feed(CHAIN, settle_events(["a", "b"])).outcome
+    assert [e["event"] for e in logs] == ["OpenTelemetry: a rollout's telemetry is dropped"] and "exporter bug" in logs[0]["error"]
 
 
 @pytest.mark.parametrize("used", [False, True])
