@@ -20,8 +20,13 @@ from typing import TYPE_CHECKING, Any
 from dynsteer_hook.model.errors import DynsteerError, Halt, OutputError
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
+    from dynsteer_hook.model.events import Event
     from dynsteer_hook.model.records import Report
+    from dynsteer_hook.runtime.evaluator import Evaluator
     from dynsteer_hook.runtime.pairing import LineIndex
+    from dynsteer_hook.toolsandbox.live.hook import RolloutHook
 
 EXIT_USAGE = 2
 BLUEPRINT_HELP = "blueprint JSON file, or the name of a ToolSandbox scenario for its shipped blueprint"
@@ -38,7 +43,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from dynsteer_hook.files.blueprints import blueprint_argument, load_valid_blueprint
     from dynsteer_hook.files.events import check_events, read_numbered_events
     from dynsteer_hook.files.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
-    from dynsteer_hook.flags import config_from_args, judges_from_args
+    from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers, otel_shutdown
     from dynsteer_hook.llm.judges import cache_sentence, judge_cache_stats
     from dynsteer_hook.model.records import IncompleteLog, with_files
     from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_FILES, stage_report
@@ -50,6 +55,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     settings, config = judges_from_args(args, config_from_args(args))
     judges = settings.build()
     check_events(args.events)
+    observers = otel_observers(args, source="evaluate", theta_pass=config.theta_pass)
     out = Path(args.report)
     check_output_dir(out, "--report", REPORT_FILES)
     create_dir(out, "--report")
@@ -65,12 +71,10 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             evaluator = Evaluator(bp, config, sink=sink, judges=judges)
             lines = LineIndex()
             try:
-                for lineno, event in read_numbered_events(args.events):
-                    lines.note(evaluator.k + 1, lineno)
-                    evaluator.observe(event)
-            except Halt:
-                pass
-            report = evaluator.finish()
+                report = _evaluate_events(evaluator, read_numbered_events(args.events), lines, bp.task or Path(args.events).stem,
+                                          args.blueprint.name, observers)
+            finally:
+                otel_shutdown(observers)
         gap = IncompleteLog(file=AUDIT_LOG, from_record=sink.records, reason=sink.error) if sink.error else None
         report = with_files(report, incomplete_logs=(gap,) if gap else ())
         try:
@@ -94,6 +98,31 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
             "the report says so; free some space and evaluate again"
         )
     return 0
+
+
+def _evaluate_events(evaluator: Evaluator, events: Iterable[tuple[int, Event]], lines: LineIndex, task: str, blueprint: str,
+                     observers: Sequence[RolloutHook]) -> Report:
+    """The report of an event file's events, told to the observers as a live rollout tells them."""
+    import time
+
+    from dynsteer_hook.toolsandbox.live.hook import EventSeen, RolloutEnd, RolloutStart, finish_observed, judge_event
+
+    start = time.perf_counter()
+    for hook in observers:
+        hook.on_rollout_start(RolloutStart(task, "", None, "", blueprint, False, 0))
+    try:
+        for lineno, event in events:
+            lines.note(evaluator.k + 1, lineno)
+            seen = EventSeen(task, evaluator.k + 1, 0, event)
+            for hook in observers:
+                hook.on_event(seen)
+            judge_event(evaluator, seen, observers)
+    except Halt:
+        pass
+    report = finish_observed(evaluator, task, observers)
+    for hook in observers:
+        hook.on_rollout_end(RolloutEnd(task, time.perf_counter() - start, report=report))
+    return report
 
 
 def _warn_trace_faults(report: Report, lines: LineIndex, events: Path, shown: int = 10) -> None:
@@ -148,13 +177,14 @@ def _cmd_schema(args: argparse.Namespace) -> int:
 
 
 def _add_evaluate_flags(ev: argparse.ArgumentParser) -> None:
-    from dynsteer_hook.flags import add_config_flags, add_judge_flags
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_otel_flags
 
     ev.add_argument("--blueprint", required=True, type=Path, help=BLUEPRINT_HELP)
     ev.add_argument("--events", required=True, type=Path, help="event file, one JSON record per line")
     ev.add_argument("--report", required=True, type=Path, help="directory for the audit log and reports")
     add_config_flags(ev)
     add_judge_flags(ev)
+    add_otel_flags(ev)
     ev.set_defaults(func=_cmd_evaluate)
 
 

@@ -188,3 +188,42 @@ def config_from_args(args: argparse.Namespace) -> EvaluatorConfig:
     if "min_tier" in overrides and "max_tier" not in overrides and isinstance(overrides["min_tier"], int):
         overrides["max_tier"] = max(1, overrides["min_tier"])  # a forced tier needs the ladder to reach it (a judge model)
     return EvaluatorConfig().with_overrides(**overrides)
+
+
+# -- OpenTelemetry export ------------------------------------------------------------------
+
+
+def add_otel_flags(p: argparse.ArgumentParser) -> None:
+    """``--otel [URL|FILE]`` and ``--otel-content``: each rollout exported as OpenTelemetry GenAI spans (the extra ``otel``)."""
+    g = p.add_argument_group("OpenTelemetry export (pip install 'dynsteer-hook[otel]')")
+    g.add_argument("--otel", nargs="?", const="", default=None, metavar="URL|FILE",
+                   help="export each rollout as an invoke_agent span with an execute_tool span per call and a gen_ai.evaluation.result "
+                        "event per judged stage: to an OTLP/HTTP collector (an http(s) URL, the base of /v1/traces and /v1/logs), or "
+                        "appended to FILE as OTLP JSON lines; alone, to the endpoint OTEL_EXPORTER_OTLP_ENDPOINT (or "
+                        "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / _LOGS_ENDPOINT) names, else http://localhost:4318; service "
+                        "OTEL_SERVICE_NAME (default dynsteer)")
+    g.add_argument("--otel-content", action="store_true",
+                   help="also record tool arguments and results on the spans (also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)")
+
+
+def otel_observers(args: argparse.Namespace, *, source: str, theta_pass: float) -> tuple[Any, ...]:
+    """The observer that exports each rollout when ``--otel`` was given (checked: one sentence when it cannot), else none."""
+    value = getattr(args, "otel", None)
+    if value is None:
+        if getattr(args, "otel_content", False):
+            raise DynsteerError("--otel-content is for --otel; add --otel URL|FILE (or --otel alone for the OTEL_* variables)")
+        return ()
+    from dynsteer_hook.otel.settings import otel_settings
+
+    settings = otel_settings(value, content=args.otel_content)
+    from dynsteer_hook.otel.observer import OtelObserver
+
+    return (OtelObserver(settings, source=source, theta_pass=theta_pass),)
+
+
+def otel_shutdown(observers: Sequence[Any]) -> None:
+    """Send what the observers left queued and stop their exporters (bounded; nothing when there are none)."""
+    if observers:
+        from dynsteer_hook.otel.export import shutdown_all
+
+        shutdown_all()

@@ -4,9 +4,9 @@ The pure places are the shared vocabulary (``model/``), the two halves of the me
 (``compile/``, ``runtime/``) and the judges (``judges/``): they import no ToolSandbox, no
 litellm, no edge place and no file or process module, and call no file I/O. ``runtime/`` and
 ``compile/`` import ``model/`` and never each other. The edges are folders too: ``files/``
-(file I/O), ``llm/`` (the one place that imports litellm), ``report/`` (reports, no framework)
-and ``toolsandbox/`` (the one place that imports ``tool_sandbox``); the package root holds the
-entry points only.
+(file I/O), ``llm/`` (the one place that imports litellm), ``report/`` (reports, no framework),
+``toolsandbox/`` (the one place that imports ``tool_sandbox``) and ``otel/`` (the one place that imports
+OpenTelemetry); the package root holds the entry points only.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ ROOT_FILES = frozenset({
     "logs.py",  # structlog set up for the command line and its worker processes
     "_moved.py",  # the previous layout's module paths, for one release
 })
-EDGE_PLACES = ("dynsteer_hook.files", "dynsteer_hook.llm", "dynsteer_hook.report", "dynsteer_hook.toolsandbox",
+EDGE_PLACES = ("dynsteer_hook.files", "dynsteer_hook.llm", "dynsteer_hook.report", "dynsteer_hook.toolsandbox", "dynsteer_hook.otel",
                "dynsteer_hook.cli", "dynsteer_hook.flags", "dynsteer_hook.logs", "dynsteer_hook._moved")
-FRAMEWORKS = frozenset({"tool_sandbox", "litellm", "openai"})
+FRAMEWORKS = frozenset({"tool_sandbox", "litellm", "openai", "opentelemetry"})
 IO_MODULES = frozenset({"os", "pathlib", "shutil", "tempfile", "io", "glob", "fileinput", "subprocess", "socket", "sqlite3", "mmap"})
 # Calls that touch the file system, whatever object they are made on (a Path passed in, a module imported under another name).
 IO_CALLS = frozenset({
@@ -133,6 +133,20 @@ def test_only_the_toolsandbox_subpackage_imports_tool_sandbox() -> None:
     """tool_sandbox is imported only under dynsteer_hook/toolsandbox/."""
     users = _users({"tool_sandbox"})
     assert users and all(u.startswith("toolsandbox/") for u in users), users
+
+
+def test_only_otel_imports_opentelemetry() -> None:
+    """OpenTelemetry (an optional extra) is imported under dynsteer_hook/otel/ and nowhere else in the package."""
+    users = _users({"opentelemetry"})
+    assert users and all(u.startswith("otel/") for u in users), users
+
+
+def test_otel_imports_no_framework_and_no_llm() -> None:
+    """otel/ exports what the evaluator made of any agent loop: no tool_sandbox, no litellm, nothing of llm/."""
+    for path in sorted((PACKAGE / "otel").rglob("*.py")):
+        found = _imports(path)
+        assert not _top(found) & {"tool_sandbox", "litellm", "openai"}, path
+        assert not any(n.startswith("dynsteer_hook.llm") for n in found), path
 
 
 @pytest.mark.parametrize("folder", ["files", "llm", "report"])

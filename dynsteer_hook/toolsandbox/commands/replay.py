@@ -23,7 +23,7 @@ def add_replay_parser(sub: Any, *, flags: bool = True) -> None:
     )
     if not flags:
         return
-    from dynsteer_hook.flags import add_config_flags, add_judge_flags
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_otel_flags
     from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
 
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
@@ -36,6 +36,7 @@ def add_replay_parser(sub: Any, *, flags: bool = True) -> None:
     add_engine_flags(p)
     add_config_flags(p)
     add_judge_flags(p)
+    add_otel_flags(p)
     p.set_defaults(func=cmd_replay)
 
 
@@ -73,7 +74,7 @@ def add_compare_parser(sub: Any, *, flags: bool = True) -> None:
 
 
 def _options(args: argparse.Namespace) -> Any:
-    from dynsteer_hook.flags import config_from_args, judges_from_args
+    from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers
     from dynsteer_hook.toolsandbox.live.engines import check_engine
     from dynsteer_hook.toolsandbox.live.runner import default_blueprint_dir
     from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions
@@ -88,7 +89,8 @@ def _options(args: argparse.Namespace) -> Any:
     settings, config = judges_from_args(args, config_from_args(args))
     settings.build()  # a bad model string or a missing key stops before anything is replayed
     return ReplayOptions(blueprint_dir=args.blueprints or default_blueprint_dir(), config=config, judges=settings,
-                         write_events=getattr(args, "events", False))
+                         write_events=getattr(args, "events", False),
+                         observers=otel_observers(args, source="replay", theta_pass=config.theta_pass))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -131,13 +133,17 @@ def _line(r: dict[str, Any]) -> str:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``dynsteer replay``."""
+    from dynsteer_hook.flags import otel_shutdown
     from dynsteer_hook.llm.judges import cache_sentence
     from dynsteer_hook.report.run_page import INDEX_HTML, console_table, replay_rows, totals
     from dynsteer_hook.toolsandbox.offline.replay import REPLAY_SUMMARY, replay_runs
 
     options = _options(args)
-    summary = replay_runs(args.runs, options, args.out, args.parallel, progress=not args.no_progress,
-                          engine=args.engine, ray_address=args.ray_address)
+    try:
+        summary = replay_runs(args.runs, options, args.out, args.parallel, progress=not args.no_progress,
+                              engine=args.engine, ray_address=args.ray_address)
+    finally:
+        otel_shutdown(options.observers)
     for r in summary["per_scenario"]:
         print(_line(r))
     for s in summary["skipped_scenarios"]:

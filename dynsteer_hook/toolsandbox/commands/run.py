@@ -24,7 +24,7 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     )
     if not flags:
         return
-    from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags
+    from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags, add_otel_flags
     from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
     from dynsteer_hook.toolsandbox.roles.named import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
 
@@ -56,6 +56,7 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     add_engine_flags(run)
     add_config_flags(run)
     add_judge_flags(run)
+    add_otel_flags(run)
     run.set_defaults(func=_cmd_run)
 
 
@@ -165,7 +166,7 @@ def _short_reason(line: str, limit: int = 300) -> str:
 def _cmd_run(args: argparse.Namespace) -> int:
     from dynsteer_hook.data import script_argument
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
-    from dynsteer_hook.flags import config_from_args, judges_from_args
+    from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers, otel_shutdown
     from dynsteer_hook.toolsandbox.live.engines import check_engine
     from dynsteer_hook.toolsandbox.live.preflight import check_blueprint_dir, check_script
     from dynsteer_hook.toolsandbox.live.progress import RunProgress
@@ -182,6 +183,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.parallel < 1:
         raise DynsteerError(f"-p/--parallel {args.parallel} must be at least 1")
     check_engine(args.engine, args.ray_address)
+    if args.otel is not None and args.evaluator != "dynsteer":
+        raise DynsteerError("--otel exports what dynsteer judged: drop --evaluator native, or drop --otel")
     settings, config = judges_from_args(args, config_from_args(args))
     settings.build()  # a bad model string or a missing key stops the run before it starts
     agent_model, user_model = _role_model(args, "agent"), _role_model(args, "user")
@@ -198,6 +201,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         user_model=user_model,
         allow_stale=args.allow_stale_blueprints,
         limits=_limits(args),
+        observers=otel_observers(args, source="run", theta_pass=config.theta_pass),
     )
     # What can be checked without ToolSandbox's scenarios is checked before they load (seconds).
     check_output_dir(args.output_dir, "-o/--output_dir")
@@ -218,9 +222,12 @@ def _cmd_run(args: argparse.Namespace) -> int:
               file=sys.stderr)
         print("Number of test cases per necessary tool name:", json.dumps(dict(tools.most_common()), indent=4, ensure_ascii=False),
               file=sys.stderr)
-    with RunProgress(len(scenarios)) as progress:
-        results = run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
-                                ray_address=args.ray_address, progress=progress.finished)
+    try:
+        with RunProgress(len(scenarios)) as progress:
+            results = run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
+                                    ray_address=args.ray_address, progress=progress.finished)
+    finally:
+        otel_shutdown(options.observers)
     return _finish(results, out)
 
 

@@ -177,6 +177,45 @@ class RolloutHook:
         """The rollout is over and its report is finished."""
 
 
+def judge_event(evaluator: Evaluator, seen: EventSeen, observers: Sequence[RolloutHook]) -> None:
+    """Feed one event to the evaluator, then tell the observers the actions it closed and the halt it raised.
+
+    A live rollout, a replay and ``dynsteer evaluate`` reach their observers through this one function.
+
+    Raises:
+        Halt: The evaluator stopped the run (the observers were told first).
+    """
+    judged = len(evaluator.stages)
+    try:
+        evaluator.observe(seen.event)
+    except Halt as halt:
+        tell_closed(evaluator, judged, seen.scenario, observers)
+        stopped = seen.event if isinstance(seen.event, ToolCall) and halt.stop.reason == "fatal_minefield" else None
+        for hook in observers:
+            hook.on_halt(Halted(seen.scenario, halt.stop, stopped))
+        raise
+    tell_closed(evaluator, judged, seen.scenario, observers)
+
+
+def tell_closed(evaluator: Evaluator, judged: int, scenario: str, observers: Sequence[RolloutHook]) -> None:
+    """Tell the observers each action the evaluator's last step closed, with the stages judged since ``judged``."""
+    if not observers:
+        return
+    stages = evaluator.stages[judged:]
+    for action in evaluator.last_closed:
+        closed = ActionClosed(scenario, action, tuple(s for s in stages if s.t == action.t))
+        for hook in observers:
+            hook.on_action_closed(closed)
+
+
+def finish_observed(evaluator: Evaluator, scenario: str, observers: Sequence[RolloutHook]) -> Report:
+    """The evaluator's report once the events are over; the observers hear of the actions that closes (not of the end)."""
+    judged = len(evaluator.stages)
+    report = evaluator.finish()
+    tell_closed(evaluator, judged, scenario, observers)
+    return report
+
+
 def _gap(sink: JsonlSink, name: str) -> IncompleteLog | None:
     return IncompleteLog(file=name, from_record=sink.records, reason=sink.error) if sink.error else None
 
@@ -269,25 +308,7 @@ class LiveHook(RolloutHook):
         self._control.release()
 
     def _judge(self, seen: EventSeen) -> None:
-        judged = len(self.evaluator.stages)
-        try:
-            self.evaluator.observe(seen.event)
-        except Halt as halt:
-            self._closed(judged, seen.scenario)
-            stopped = seen.event if isinstance(seen.event, ToolCall) and halt.stop.reason == "fatal_minefield" else None
-            for hook in self.observers:
-                hook.on_halt(Halted(seen.scenario, halt.stop, stopped))
-            raise
-        self._closed(judged, seen.scenario)
-
-    def _closed(self, judged: int, scenario: str) -> None:
-        if not self.observers:
-            return
-        stages = self.evaluator.stages[judged:]
-        for action in self.evaluator.last_closed:
-            closed = ActionClosed(scenario, action, tuple(s for s in stages if s.t == action.t))
-            for hook in self.observers:
-                hook.on_action_closed(closed)
+        judge_event(self.evaluator, seen, self.observers)
 
     def on_turn_end(self, turn: TurnEnded) -> None:
         for hook in self.observers:
@@ -304,7 +325,7 @@ class LiveHook(RolloutHook):
         with self._control.held():
             judged = len(self.evaluator.stages)
             report = self.evaluator.finish(crash=end.crash, interrupted=end.interrupted)
-            self._closed(judged, end.scenario)  # calls left waiting close unanswered at the end, and are judged
+            tell_closed(self.evaluator, judged, end.scenario, self.observers)  # calls left waiting close unanswered, and are judged
             report = with_files(report, stale=self.stale, incomplete_logs=self._gaps(), notes=end.notes)
             if end.native is not None:  # a halted rollout's similarity is that of the cut trajectory
                 report = report.model_copy(update={"native": end.native.model_copy(update={"cut": report.halted})})

@@ -15,6 +15,7 @@ no blueprint) are skipped with their reason in the summary; the rest go on.
 from __future__ import annotations
 
 import json
+import re
 import sys
 import time
 from collections import Counter
@@ -37,6 +38,7 @@ from dynsteer_hook.report.run_summary import ErrorBrief, StopBrief, clip
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
+from dynsteer_hook.toolsandbox.live.hook import EventSeen, RolloutEnd, RolloutHook, RolloutStart, finish_observed, judge_event
 from dynsteer_hook.toolsandbox.live.results import native_similarity
 from dynsteer_hook.toolsandbox.offline.recording import (
     RESULT_SUMMARY,
@@ -101,6 +103,7 @@ class ReplayOptions:
     config: EvaluatorConfig = field(default_factory=EvaluatorConfig)
     judges: JudgeSettings = field(default_factory=JudgeSettings)
     write_events: bool = False
+    observers: tuple[RolloutHook, ...] = ()  # told the replayed rollout as a live run tells them (picklable)
 
 
 @dataclass(frozen=True)
@@ -195,23 +198,31 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
         judges = options.judges.build()
         evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
         log = EventLog(open_log(out / EVENTS_FILE)) if options.write_events else None
+        observers = options.observers
+        for hook in observers:
+            hook.on_rollout_start(RolloutStart(job.scenario, *_roles(job.run), f"{job.scenario}.json", False, 0))
         try:
-            for item in recorded_events(recording.context):
+            for k, item in enumerate(recorded_events(recording.context), start=1):
                 if log is not None:
                     log.write(item.event)
+                seen = EventSeen(job.scenario, k, item.batch, item.event)
+                for hook in observers:
+                    hook.on_event(seen)
                 try:
-                    evaluator.observe(item.event)
+                    judge_event(evaluator, seen, observers)
                 except Halt:
                     stop_batch = item.batch
                     break
         finally:
             if log is not None:
                 log.close()
-        report = evaluator.finish()
+        report = finish_observed(evaluator, job.scenario, observers)
     report = report.model_copy(update={"native": _native(recording)})
     gaps = [IncompleteLog(file=name, from_record=f.records, reason=f.error) for name, f in
             ((AUDIT_LOG, sink), (EVENTS_FILE, log.sink if log is not None else None)) if f is not None and f.error]
     report = with_files(report, incomplete_logs=tuple(gaps))
+    for hook in observers:
+        hook.on_rollout_end(RolloutEnd(job.scenario, time.perf_counter() - start, report=report))
     try:
         write_run_report(report, out, bp)
         report_error = None
@@ -234,6 +245,15 @@ def _native(recording: Recording) -> NativeSimilarity | None:
     live = recorded.get("dynsteer")
     halted = isinstance(live, dict) and bool(live.get("halted"))
     return None if native is None else native.model_copy(update={"cut": halted})
+
+
+_RUN_FOLDER = re.compile(r"agent_(?P<agent>.+)_user_(?P<user>.+)_\d{2}_\d{2}_\d{4}_\d{2}_\d{2}_\d{2}")
+
+
+def _roles(run: Path) -> tuple[str, None, str]:
+    """The agent and user a run folder's name says (ToolSandbox's agent_<model>_user_<model>_<timestamp>), else empty."""
+    found = _RUN_FOLDER.fullmatch(run.name)
+    return (found["agent"], None, found["user"]) if found else ("", None, "")
 
 
 def _result(recording: Recording, report: Any, vstop: VirtualStop | None, batches: int, seconds: float) -> dict[str, Any]:

@@ -1,0 +1,60 @@
+"""`dynsteer evaluate --otel`: the event file's rollout exported, to a file or a collector; flag mistakes are one sentence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from builders import call, family, settle_events
+from otel_receiver import attributes, otlp_receiver
+
+from dynsteer_hook.cli import EXIT_USAGE, main
+from dynsteer_hook.files.blueprints import save_blueprint
+from dynsteer_hook.model.events import Event, event_to_record
+
+pytestmark = pytest.mark.usefixtures("core_cli")
+
+CHAIN = family("chain").blueprint()
+MINES = family("minefield_off_path").blueprint()
+
+
+def _evaluate(tmp_path: Path, events: list[Event], *extra: str, bp: object = CHAIN) -> int:
+    save_blueprint(bp, tmp_path / "bp.json")  # type: ignore[arg-type]
+    (tmp_path / "trace.jsonl").write_text("".join(json.dumps(event_to_record(e)) + "\n" for e in events), encoding="utf-8")
+    return main(["evaluate", "--blueprint", str(tmp_path / "bp.json"), "--events", str(tmp_path / "trace.jsonl"),
+                 "--report", str(tmp_path / "out"), *extra])
+
+
+def test_evaluate_exports_the_event_files_rollout_to_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The rollout span (source evaluate, no agent name known) with a span per call and an evaluation per stage."""
+    path = tmp_path / "otel.jsonl"
+    assert _evaluate(tmp_path, settle_events(["a", "b", "c"]), "--otel", str(path)) == 0
+    assert "completed" in capsys.readouterr().out
+    lines = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
+    spans = [s for x in lines for rs in x.get("resourceSpans", []) for ss in rs["scopeSpans"] for s in ss["spans"]]
+    logs = [r for x in lines for rl in x.get("resourceLogs", []) for sl in rl["scopeLogs"] for r in sl["logRecords"]]
+    [root] = [s for s in spans if s["name"] == "invoke_agent"]
+    assert {a["key"]: a["value"] for a in root["attributes"]}["dynsteer.source"] == {"stringValue": "evaluate"}
+    assert len([s for s in spans if s["name"].startswith("execute_tool")]) == 3 and len(logs) == 3
+
+
+def test_evaluate_exports_a_halt_to_a_collector(tmp_path: Path) -> None:
+    """A halted event file reaches the collector with the intercepted call and the halt as the status."""
+    with otlp_receiver() as (url, got):
+        assert _evaluate(tmp_path, [call("1", "delete_all")], "--otel", url, bp=MINES) == 0
+    spans = {s.name: s for s in got.spans()}
+    assert spans["invoke_agent"].status.code == 2
+    assert attributes(spans["execute_tool delete_all"])["dynsteer.intercepted"] is True
+
+
+@pytest.mark.parametrize(("extra", "fragment"), [
+    (["--otel-content"], "--otel-content is for --otel"),
+    (["--otel", "ftp://host/x"], "not an OTLP/HTTP endpoint"),
+])
+def test_otel_flag_mistakes_are_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], fragment: str) -> None:
+    """A bad --otel value or --otel-content alone exits 2 with one sentence, before any report is written."""
+    assert _evaluate(tmp_path, settle_events(["a"]), *extra) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "out").exists()
