@@ -20,7 +20,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from inspect_ai.event import ToolEvent
+from inspect_ai.event import ApprovalEvent, ToolEvent
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageTool, ChatMessageUser
 from inspect_ai.tool import ToolCall as InspectToolCall
 from inspect_ai.tool import ToolCallError
@@ -156,12 +156,15 @@ class SampleFeed:
 
 
 def tool_event_results(events: Iterable[Any]) -> dict[str, ToolResult]:
-    """The result of every call a sample's ``ToolEvent``s record as run to its end: a pending call, or one that failed
-    the sample (a call the approver terminated is one), showed the agent no result."""
+    """The result of every call a sample's ``ToolEvent``s record as run: not a pending call, nor one an approver
+    rejected or terminated (its event holds no result the agent was shown)."""
+    events = list(events)
+    refused = {str(e.call.id) for e in events if isinstance(e, ApprovalEvent) and e.decision in ("reject", "terminate")}
     out: dict[str, ToolResult] = {}
     for e in events:
-        if isinstance(e, ToolEvent) and not e.pending and not e.failed and e.id not in out:
-            if e.completed is None and e.error is None and not e.result:
-                continue  # started and never finished (the sample ended while it ran)
-            out[e.id] = tool_result_event(e.id, e.result, e.error)
+        if not isinstance(e, ToolEvent) or e.pending or e.id in refused or e.id in out:
+            continue
+        if e.error is None and not e.result and (e.failed or e.completed is None):
+            continue  # started and never finished, or failed before it returned anything
+        out[e.id] = tool_result_event(e.id, e.result, e.error)
     return out

@@ -187,9 +187,9 @@ def emailed_alice() -> Scorer:
 def address_book(steer: DynSteer | None = None, names: Sequence[str] = tuple(SCRIPTS), copies: int = 1) -> Task:
     """The example task; with ``steer``, under DynSTEER (approver, reviewer and scorer)."""
     if steer is None:
-        return Task(dataset=samples(names, copies), solver=[use_tools(tools()), generate()], scorer=emailed_alice())
+        return Task(dataset=samples(names, copies), solver=[use_tools(tools()), generate()], scorer=emailed_alice(), name="address_book")
     return Task(dataset=samples(names, copies), solver=[use_tools(tools()), generate()], scorer=[emailed_alice(), steer.scorer()],
-                approval=steer.approval(), review=steer.review())
+                approval=steer.approval(), review=steer.review(), name="address_book")
 
 
 @task

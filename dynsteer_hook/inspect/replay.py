@@ -114,7 +114,7 @@ def replay_sample(sample: EvalSample, *, log: Path, task: str, out: Path, bluepr
     stop = report.stop
     live = (sample.store or {}).get(STOP_KEY)
     return {
-        "run": str(log), "scenario": name, "categories": [], "outcome": report.outcome, "score": report.score,
+        "run": str(log), "scenario": name, "source": "inspect", "categories": [], "outcome": report.outcome, "score": report.score,
         "native_similarity": _native(sample), "halted": report.halted,
         "stop": None if stop is None else {"reason": stop.reason, "k": stop.k, "t": stop.t, "anchor": stop.anchor, "dimension": stop.dimension},
         "virtual_stop": None if stop_batch is None else virtual_stop(stop_batch, batches),

@@ -124,7 +124,8 @@ def _line(r: dict[str, Any]) -> str:
         s, v = r["stop"], r["virtual_stop"]
         head = (f"VIRTUAL STOP {s['reason']} at k={s['k']}, t={s['t']} (turn {v['b_stop']}/{v['b_full']}: "
                 f"p={v['stop_progress']:.3f}, saved {v['saved_progress']:.3f})")
-    native = "" if r["native_similarity"] is None else f", ToolSandbox similarity {float(r['native_similarity']):.3f}"
+    label = "Inspect score" if r.get("source") == "inspect" else "ToolSandbox similarity"
+    native = "" if r["native_similarity"] is None else f", {label} {float(r['native_similarity']):.3f}"
     return f"{r['scenario']}: {head}; dynsteer {r['score']:.3f}{native}"
 
 
