@@ -92,6 +92,7 @@ class DynSteer:
         self._report_dir = Path(report_dir) if report_dir is not None else None
         self._monitors: dict[str, SampleMonitor] = {}
         self._compiled: dict[str, Blueprint] = {}
+        self._locks: dict[str, anyio.Lock] = {}
         self.key = f"dynsteer-{next(_NUMBERS)}"
         _INSTANCES[self.key] = self
 
@@ -153,9 +154,10 @@ class DynSteer:
             raise BlueprintError(f"sample {state.sample_id} has no blueprint: give DynSteer blueprints, put one in the sample's "
                                  f"metadata {BLUEPRINT_KEY!r}, or give compile_sources to compile one")
         view = sample_view(str(state.sample_id), state.messages, state.tools)
-        digest = view.digest()
-        if digest not in self._compiled:
-            self._compiled[digest] = await anyio.to_thread.run_sync(compile_view, view, self._sources, self._candidates)
+        digest = view.model_copy(update={"task": ""}).digest()  # the sample's name aside, samples of one view compile it once
+        async with self._locks.setdefault(digest, anyio.Lock()):
+            if digest not in self._compiled:
+                self._compiled[digest] = await anyio.to_thread.run_sync(compile_view, view, self._sources, self._candidates)
         return self._compiled[digest]
 
     async def _run(self, fn: Callable[..., StopRecord | None], *args: Any) -> StopRecord | None:
