@@ -10,8 +10,9 @@
 * The **scorer** feeds what is left of the conversation and returns DynSTEER's score, with the
   report as metadata and the first error as the explanation.
 
-The stop is recorded in the sample's store (``dynsteer_stop``), and so is the blueprint it was
-evaluated against (``dynsteer_blueprint``), so that ``dynsteer replay`` can read the log back.
+The stop is recorded in the sample's store (``dynsteer_stop``), and the blueprint the sample was
+evaluated against in its score's metadata (``dynsteer_blueprint``, beside the report), so that
+``dynsteer replay`` can read the log back.
 A sample's blueprint comes from its metadata (``dynsteer_blueprint``), from the blueprints given
 (one for every sample, a mapping or a folder of ``<sample id>.json``, or a function of the
 task state), or is compiled from the sample's public view by the candidate sources given.
@@ -93,6 +94,8 @@ class DynSteer:
         self._monitors: dict[str, SampleMonitor] = {}
         self._compiled: dict[str, Blueprint] = {}
         self._locks: dict[str, anyio.Lock] = {}
+        self.last_blueprint: dict[str, Blueprint] = {}
+        """The blueprint of each sample ``finish`` reported on, until its scorer takes it."""
         self.key = f"dynsteer-{next(_NUMBERS)}"
         _INSTANCES[self.key] = self
 
@@ -123,7 +126,6 @@ class DynSteer:
             return found
         monitor = SampleMonitor(bp, self.config, judges=self._judges)
         self._monitors[state.uuid] = monitor
-        store().set(BLUEPRINT_KEY, json.loads(bp.model_dump_json(exclude_none=True)))
         return monitor
 
     def _given(self, state: TaskState) -> Blueprint | None:
@@ -180,6 +182,7 @@ class DynSteer:
         monitor = await self.monitor(state)
         report = monitor.finish(state.messages)
         self._monitors.pop(state.uuid, None)
+        self.last_blueprint[state.uuid] = monitor.blueprint
         if self._report_dir is not None:
             from dynsteer_hook.report.writer import write_run_report
 
@@ -235,8 +238,10 @@ def dynsteer_scorer(steer: str) -> Scorer:
     """DynSTEER's score of the sample, the report as metadata and the first error as the explanation."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        report = await _steer(steer).finish(state)
+        ds = _steer(steer)
+        report = await ds.finish(state)
+        blueprint = ds.last_blueprint.pop(state.uuid)
         return Score(value=report.score, answer=report.outcome, explanation=_first_error(report),
-                     metadata={"dynsteer": report.model_dump(mode="json")})
+                     metadata={"dynsteer": report.model_dump(mode="json"), BLUEPRINT_KEY: json.loads(blueprint.model_dump_json(exclude_none=True))})
 
     return score

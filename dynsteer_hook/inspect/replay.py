@@ -5,7 +5,7 @@ messages from the sample, tool calls from its assistant messages, their results 
 ``ToolEvent``s (which also hold the result of a call whose message never reached the
 conversation, as when a reviewer ended the sample). The blueprint is the file
 ``<blueprints>/<task>/<sample id>.json`` or ``<blueprints>/<sample id>.json`` when there is one,
-else the blueprint the live run recorded in the sample's store. A halt is a virtual stop on
+else the blueprint the live run recorded beside the sample's DynSTEER score. A halt is a virtual stop on
 the sample's agent turns (assistant messages): p = b_stop / b_full, q = 1 - p. Samples and logs
 that cannot be replayed are skipped with their reason; the rest go on.
 """
@@ -73,10 +73,11 @@ def _blueprint(sample: EvalSample, task: str, blueprint_dir: Path | None) -> Blu
         for path in (blueprint_dir / task / f"{sample.id}.json", blueprint_dir / f"{sample.id}.json"):
             if path.is_file():
                 return load_blueprint(path)
-    recorded = (sample.store or {}).get(BLUEPRINT_KEY)
+    score = (sample.scores or {}).get("dynsteer")
+    recorded = (score.metadata or {}).get(BLUEPRINT_KEY) if score is not None else None
     if recorded is None:
         raise BlueprintError(f"sample {sample.id} has no blueprint: none in {blueprint_dir or '--blueprints'} as "
-                             f"<task>/<sample id>.json or <sample id>.json, and the log recorded none ({BLUEPRINT_KEY!r} in its store)")
+                             f"<task>/<sample id>.json or <sample id>.json, and the log recorded none ({BLUEPRINT_KEY!r} in the metadata of its dynsteer score)")
     return parse_blueprint(json.dumps(recorded), source=f"the blueprint recorded in sample {sample.id}")
 
 

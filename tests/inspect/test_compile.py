@@ -36,7 +36,7 @@ def test_the_view_holds_the_messages_before_the_first_turn_and_the_tool_schemas(
 
 def test_samples_without_a_blueprint_get_one_compiled_once_per_view(tmp_path: Path, llm_server: FakeLLMServer) -> None:
     """Two samples of one view: three candidates are asked for once, consensus merges them, both samples are
-    evaluated against the result (stored in their store), and the prompt showed the instruction and the tools."""
+    evaluated against the result (kept beside their score), and the prompt showed the instruction and the tools."""
     llm_server.script(*[Reply(content=json.dumps(GRAPH))] * 3)
     client = LLMClient("openai/gpt-4o-mini", api_base=llm_server.url, timeout=5.0, max_retries=1, backoff_base=0.0)
     steer = DynSteer(compile_sources=[llm_source(client)], candidates=3)
@@ -47,7 +47,8 @@ def test_samples_without_a_blueprint_get_one_compiled_once_per_view(tmp_path: Pa
     prompt = llm_server.requests[0]["messages"][1]["content"]
     assert ex.INSTRUCTION in prompt and "delete_contact" in prompt
     for s in log.samples:
-        stored = s.store[BLUEPRINT_KEY]
+        assert s.scores is not None
+        stored = s.scores["dynsteer"].metadata[BLUEPRINT_KEY]
         assert [m["tool"] for m in stored["milestones"]] == ["find_contact", "send_email"]
         assert [f["tool"] for f in stored["minefields"]] == ["delete_contact"]
         assert stored["provenance"]["generators"] == [GENERATOR] and stored["provenance"]["valid_candidates"] == 3
