@@ -10,8 +10,7 @@ TOOL, "arguments": {...}}, ...]}``); step i answers the model's i-th turn. Three
 * ``loop`` looks up a contact that does not exist, again and again: the reviewer halts it
   (``repeated_failure``) after a few turns of its twelve.
 
-Run it with ``inspect eval dynsteer_hook/inspect/example.py --model mockllm/model`` or from
-Python (``docs/inspect.md``).
+Run it with ``inspect eval dynsteer_hook/inspect/example.py`` or from Python (``docs/inspect.md``).
 """
 
 from __future__ import annotations
@@ -194,5 +193,7 @@ def address_book(steer: DynSteer | None = None, names: Sequence[str] = tuple(SCR
 
 @task
 def address_book_dynsteer() -> Task:
-    """The example task under DynSTEER with the hand-written blueprint (``inspect eval`` finds it)."""
-    return address_book(DynSteer(blueprint()))
+    """The example task under DynSTEER with the hand-written blueprint, played by the scripted model (``inspect eval`` finds it)."""
+    t = address_book(DynSteer(blueprint()))
+    t.model = scripted_model()
+    return t
