@@ -90,3 +90,27 @@ def test_a_sample_without_a_blueprint_fails_with_one_sentence(tmp_path: Path) ->
     error = log.samples[0].error
     assert error is not None and "has no blueprint" in error.message and "compile_sources" in error.message
     assert ex.SENT == [] and ex.DELETED == []
+
+
+def test_blueprints_by_sample_id_from_a_folder_and_reports_written(tmp_path: Path) -> None:
+    """A folder of <sample id>.json gives each sample its blueprint; report_dir gets each sample's report files."""
+    folder = tmp_path / "bp"
+    folder.mkdir()
+    (folder / "clean.json").write_text(ex.blueprint().to_json())
+    steer = DynSteer(folder, report_dir=tmp_path / "reports")
+    _, samples = run(("clean",), tmp_path, steer)
+    assert dynsteer_score(samples["clean"]).answer == "completed"
+    out = tmp_path / "reports" / "clean_1"
+    assert {"dynsteer_report.json", "dynsteer_report.md", "dynsteer_report.html"} <= {p.name for p in out.iterdir()}
+
+
+def test_a_blueprint_in_the_sample_metadata_comes_first(tmp_path: Path) -> None:
+    """The sample's own metadata blueprint overrides the one given: here one without the minefield, so the
+    deletion is not intercepted and the tool runs."""
+    bp = ex.blueprint().model_copy(update={"minefields": ()})
+    task = ex.address_book(DynSteer(ex.blueprint()), ("fatal",))
+    for sample in task.dataset:
+        sample.metadata = {**(sample.metadata or {}), "dynsteer_blueprint": bp.model_dump(mode="json")}
+    [log] = inspect_eval(task, model=ex.scripted_model(), display="none", log_level="error", log_dir=str(tmp_path / "logs"))
+    assert log.samples is not None and log.samples[0].limit is None
+    assert ex.DELETED == ["Alice"]
