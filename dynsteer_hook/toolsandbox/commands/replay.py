@@ -14,12 +14,14 @@ def add_replay_parser(sub: Any, *, flags: bool = True) -> None:
     """Declare ``replay`` on the main parser's subcommands, with its flags unless ``flags`` is false."""
     p = sub.add_parser(
         "replay",
-        help="evaluate recorded ToolSandbox runs with dynsteer; halts become virtual stops",
+        help="evaluate recorded ToolSandbox runs or Inspect .eval logs with dynsteer; halts become virtual stops",
         description="Reads ToolSandbox output folders (result_summary.json, trajectories/<scenario>/execution_context.json "
         "and conversation.json), made by ToolSandbox's own CLI with any agent or by dynsteer run, rebuilds the event "
         "stream the live hook would have fed, evaluates it with the same blueprints, configuration and judges, and writes "
         "the same per-scenario reports plus replay_summary.json. A halt is mapped onto the recorded agent turns: stop "
-        "progress p = b_stop / b_full, saved progress q = 1 - p.",
+        "progress p = b_stop / b_full, saved progress q = 1 - p. Inspect .eval logs (the inspect extra) are read too: messages "
+        "from each sample, tool calls and results from its ToolEvents, the blueprint from --blueprints (<task>/<sample id>.json "
+        "or <sample id>.json) or the one the live run stored in the sample.",
     )
     if not flags:
         return
@@ -27,7 +29,7 @@ def add_replay_parser(sub: Any, *, flags: bool = True) -> None:
     from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
 
     p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
-                   help="ToolSandbox output folders, or a folder holding them (one level below)")
+                   help="ToolSandbox output folders, or a folder holding them (one level below); Inspect .eval logs or folders of them")
     p.add_argument("-o", "--out", type=Path, required=True, help="folder for the replayed reports and replay_summary.json")
     p.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json (default: the shipped ones)")
     p.add_argument("-p", "--parallel", type=int, default=1, help="worker processes (default 1)")
@@ -127,7 +129,8 @@ def _line(r: dict[str, Any]) -> str:
         s, v = r["stop"], r["virtual_stop"]
         head = (f"VIRTUAL STOP {s['reason']} at k={s['k']}, t={s['t']} (turn {v['b_stop']}/{v['b_full']}: "
                 f"p={v['stop_progress']:.3f}, saved {v['saved_progress']:.3f})")
-    native = "" if r["native_similarity"] is None else f", ToolSandbox similarity {float(r['native_similarity']):.3f}"
+    label = "Inspect score" if r.get("source") == "inspect" else "ToolSandbox similarity"
+    native = "" if r["native_similarity"] is None else f", {label} {float(r['native_similarity']):.3f}"
     return f"{r['scenario']}: {head}; dynsteer {r['score']:.3f}{native}"
 
 

@@ -8,6 +8,8 @@ batches (one batch per agent turn): with ``b_stop`` the batch in which the stop 
 q = 1 - p (paper §4). The seconds and tokens a stop would have saved are given where the
 recording has them (``dynsteer run`` records them per agent turn).
 
+Inspect ``.eval`` logs are replayed the same way, sample by sample (``dynsteer_hook.inspect.replay``).
+
 Scenarios that cannot be replayed (missing or truncated files, another ToolSandbox revision,
 no blueprint) are skipped with their reason in the summary; the rest go on.
 """
@@ -118,6 +120,10 @@ class Job:
 
 def _is_run(path: Path) -> bool:
     return (path / "trajectories").is_dir() or (path / RESULT_SUMMARY).is_file()
+
+
+def _is_inspect_log(path: Path) -> bool:
+    return (path.suffix == ".eval" and path.is_file()) or (path.is_dir() and not _is_run(path) and any(path.glob("*.eval")))
 
 
 def find_runs(paths: Iterable[Path]) -> list[Path]:
@@ -332,7 +338,8 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
     """Replay every recorded scenario under ``paths`` into ``out`` and write the summaries.
 
     Args:
-        paths: Run folders, or folders holding them one level below.
+        paths: Run folders, or folders holding them one level below; Inspect ``.eval`` logs, or folders holding them
+            (``dynsteer_hook.inspect.replay``: needs the ``inspect`` extra).
         options: Blueprints, configuration and judges.
         out: Where the reports and summaries go.
         processes: Worker processes (local engine) or CPUs (a local Ray instance).
@@ -344,8 +351,10 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
         DynsteerError: A path is not a folder or holds no recorded run, or the engine cannot start.
     """
     check_engine(engine, ray_address)
-    runs = find_runs(paths)
-    check_apart(out, runs, "-o/--out")
+    paths = list(paths)
+    logs = [p for p in paths if _is_inspect_log(p)]  # Inspect .eval logs (or folders of them), replayed in this process
+    runs = find_runs([p for p in paths if p not in logs]) if len(logs) < len(paths) else []
+    check_apart(out, [*runs, *logs], "-o/--out")
     check_output_dir(out, "-o/--out")
     jobs: list[Job] = []
     skipped: list[dict[str, Any]] = []
@@ -356,12 +365,23 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
     create_dir(out, "-o/--out")
     worker = partial(replay_one, options=options)
     results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress))
+    sources: list[Path] = list(runs)
+    if logs:
+        from dynsteer_hook.inspect.replay import find_logs, replay_log
+
+        judges = options.judges.build()
+        for log in find_logs(logs):
+            rs, sk = replay_log(log, out / log.stem, blueprint_dir=options.blueprint_dir, config=options.config, judges=judges)
+            results += rs
+            skipped += sk
+            sources.append(log)
     summary = summarize(results, skipped)
     try:
-        for run in runs:
+        for run in sources:
+            name = run.stem if run.suffix == ".eval" else run.name
             mine = summarize([r for r in results if r["run"] == str(run)], [s for s in skipped if s["run"] == str(run)])
-            write_json_atomic(out / run.name / REPLAY_SUMMARY, mine)
-            write_run_page(out / run.name, f"dynsteer replay: {run.name}", replay_rows(mine["per_scenario"], out / run.name, out), kind="replay",
+            write_json_atomic(out / name / REPLAY_SUMMARY, mine)
+            write_run_page(out / name, f"dynsteer replay: {name}", replay_rows(mine["per_scenario"], out / name, out), kind="replay",
                            links=[("all runs of this replay", "../" + INDEX_HTML)])
         write_json_atomic(out / REPLAY_SUMMARY, summary)
         write_run_page(out, f"dynsteer replay: {out.name}", replay_rows(summary["per_scenario"], out, out), kind="replay")

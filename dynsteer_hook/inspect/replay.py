@@ -1,0 +1,141 @@
+"""Inspect ``.eval`` logs replayed through the evaluator, with virtual stops and the same reports as ToolSandbox runs.
+
+Each sample of a log is read back as the events the live adapter fed (``convert.SampleFeed``):
+messages from the sample, tool calls from its assistant messages, their results from its
+``ToolEvent``s (which also hold the result of a call whose message never reached the
+conversation, as when a reviewer ended the sample). The blueprint is the file
+``<blueprints>/<task>/<sample id>.json`` or ``<blueprints>/<sample id>.json`` when there is one,
+else the blueprint the live run recorded beside the sample's DynSTEER score. A halt is a virtual stop on
+the sample's agent turns (assistant messages): p = b_stop / b_full, q = 1 - p. Samples and logs
+that cannot be replayed are skipped with their reason; the rest go on.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.log import EvalSample, read_eval_log, read_eval_log_samples
+from inspect_ai.model import ChatMessageAssistant
+
+from dynsteer_hook.files.blueprints import load_blueprint
+from dynsteer_hook.files.outputs import JsonlSink
+from dynsteer_hook.inspect.adapter import BLUEPRINT_KEY, STOP_KEY
+from dynsteer_hook.inspect.convert import SampleFeed, tool_event_results
+from dynsteer_hook.judges.base import Judge
+from dynsteer_hook.model.blueprint import Blueprint, parse_blueprint
+from dynsteer_hook.model.config import EvaluatorConfig
+from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
+from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
+from dynsteer_hook.runtime.evaluator import Evaluator
+
+EVAL_SUFFIX = ".eval"
+
+
+def is_eval_path(path: Path) -> bool:
+    """Whether ``path`` is an Inspect log, or a folder holding Inspect logs directly."""
+    return (path.suffix == EVAL_SUFFIX and path.is_file()) or (path.is_dir() and any(path.glob(f"*{EVAL_SUFFIX}")))
+
+
+def find_logs(paths: Iterable[Path]) -> list[Path]:
+    """The ``.eval`` files named, or lying directly in the folders named.
+
+    Raises:
+        DynsteerError: A path is neither an ``.eval`` file nor a folder holding one (one sentence).
+    """
+    logs: list[Path] = []
+    for path in paths:
+        found = [path] if path.is_file() and path.suffix == EVAL_SUFFIX else sorted(path.glob(f"*{EVAL_SUFFIX}")) if path.is_dir() else []
+        if not found:
+            raise DynsteerError(f"{path} is not an Inspect log; pass .eval files or folders holding them")
+        logs += [p for p in found if p not in logs]
+    return logs
+
+
+def virtual_stop(batch: int, batches: int) -> dict[str, Any]:
+    """A stop in agent turn ``batch`` of ``batches`` (the keys of a ToolSandbox replay's virtual stop)."""
+    b_full = max(batches, 1)
+    b_stop = min(max(batch, 1), b_full)
+    return {"b_stop": b_stop, "b_full": b_full, "saved_batches": b_full - b_stop, "stop_progress": round(b_stop / b_full, 6),
+            "saved_progress": round(1 - b_stop / b_full, 6), "seconds_saved": None, "tokens_saved": None}
+
+
+def sample_name(sample: EvalSample) -> str:
+    """The folder name of a sample's reports: ``<id>_<epoch>``."""
+    return f"{sample.id}_{sample.epoch}"
+
+
+def _blueprint(sample: EvalSample, task: str, blueprint_dir: Path | None) -> Blueprint:
+    if blueprint_dir is not None:
+        for path in (blueprint_dir / task / f"{sample.id}.json", blueprint_dir / f"{sample.id}.json"):
+            if path.is_file():
+                return load_blueprint(path)
+    score = (sample.scores or {}).get("dynsteer")
+    recorded = (score.metadata or {}).get(BLUEPRINT_KEY) if score is not None else None
+    if recorded is None:
+        raise BlueprintError(f"sample {sample.id} has no blueprint: none in {blueprint_dir or '--blueprints'} as "
+                             f"<task>/<sample id>.json or <sample id>.json, and the log recorded none ({BLUEPRINT_KEY!r} in the metadata of its dynsteer score)")
+    return parse_blueprint(json.dumps(recorded), source=f"the blueprint recorded in sample {sample.id}")
+
+
+def _native(sample: EvalSample) -> float | None:
+    for name, score in (sample.scores or {}).items():
+        if name != "dynsteer" and isinstance(score.value, (int, float)) and not isinstance(score.value, bool):
+            return float(score.value)
+    return None
+
+
+def replay_sample(sample: EvalSample, *, log: Path, task: str, out: Path, blueprint_dir: Path | None,
+                  config: EvaluatorConfig, judges: Mapping[int, Judge]) -> dict[str, Any]:
+    """Replay one sample and write its reports; a sample that cannot be replayed is returned as skipped."""
+    start = time.perf_counter()
+    name = sample_name(sample)
+    try:
+        bp = _blueprint(sample, task, blueprint_dir)
+    except BlueprintError as exc:
+        return {"run": str(log), "scenario": name, "skipped": str(exc)}
+    folder = out / "trajectories" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    feed = SampleFeed({t.name for t in bp.catalog} or None, tool_event_results(sample.events))
+    stop_batch: int | None = None
+    with JsonlSink(folder / AUDIT_LOG) as sink:
+        evaluator = Evaluator(bp, config, sink=sink, judges=judges)
+        for event in feed.messages(sample.messages):
+            try:
+                evaluator.observe(event)
+            except Halt:
+                stop_batch = feed.turns
+                break
+        report = evaluator.finish()
+    write_run_report(report, folder, bp)
+    batches = sum(isinstance(m, ChatMessageAssistant) for m in sample.messages)
+    stop = report.stop
+    live = (sample.store or {}).get(STOP_KEY)
+    return {
+        "run": str(log), "scenario": name, "source": "inspect", "categories": [], "outcome": report.outcome, "score": report.score,
+        "native_similarity": _native(sample), "halted": report.halted,
+        "stop": None if stop is None else {"reason": stop.reason, "k": stop.k, "t": stop.t, "anchor": stop.anchor, "dimension": stop.dimension},
+        "virtual_stop": None if stop_batch is None else virtual_stop(stop_batch, batches),
+        "batches": batches,
+        "first_error": None if report.first_error is None else {"k": report.first_error.k, "t": report.first_error.t},
+        "recorded_live_stop": live if isinstance(live, dict) else None,
+        "judge_usage": report.judge_usage.model_dump(),
+        "seconds": round(time.perf_counter() - start, 4),
+    }
+
+
+def replay_log(log: Path, out: Path, *, blueprint_dir: Path | None, config: EvaluatorConfig,
+               judges: Mapping[int, Judge]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Replay every sample of one ``.eval`` log into ``out``: the results, and the log itself as skipped when it cannot be read."""
+    try:
+        task = read_eval_log(str(log), header_only=True).eval.task
+        samples = read_eval_log_samples(str(log), all_samples_required=False, resolve_attachments=True)
+        results = [replay_sample(s, log=log, task=task, out=out, blueprint_dir=blueprint_dir, config=config, judges=judges)
+                   for s in samples]
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:  # not a log, a truncated zip, a format of another version
+        reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+        return [], [{"run": str(log), "scenario": None, "reason": f"{log} could not be read as an Inspect log ({reason})"}]
+    return results, []

@@ -1,0 +1,102 @@
+"""``dynsteer replay`` over Inspect ``.eval`` logs: the same stops as live, virtual stops on native logs, the same reports."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval as inspect_eval
+
+from dynsteer_hook.cli import main
+from dynsteer_hook.inspect import STOP_KEY, DynSteer
+from dynsteer_hook.inspect import example as ex
+
+
+def record(tmp_path: Path, steer: DynSteer | None, names: tuple[str, ...] = ("clean", "fatal", "loop")) -> Path:
+    logs = tmp_path / ("live" if steer else "native")
+    [log] = inspect_eval(ex.address_book(steer, names), model=ex.scripted_model(), display="none", log_level="error", log_dir=str(logs))
+    assert log.status == "success"
+    [path] = logs.glob("*.eval")
+    return path
+
+
+def replay(*args: str | Path, out: Path) -> dict[str, dict]:
+    assert main(["replay", *map(str, args), "-o", str(out), "--no-progress"]) == 0
+    summary = json.loads((out / "replay_summary.json").read_text())
+    return {r["scenario"]: r for r in summary["per_scenario"]} | {"_summary": summary}
+
+
+def test_a_live_log_replays_to_the_same_stops(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The blueprint the live run stored in each sample is used; each halt falls at the live stop's k and t."""
+    log = record(tmp_path, DynSteer(ex.blueprint()))
+    got = replay(log, out=tmp_path / "out")
+    assert got["_summary"]["replayed"] == 3 and got["_summary"]["skipped"] == 0
+    assert got["clean_1"]["outcome"] == "completed" and got["clean_1"]["score"] == 1.0
+    for name, reason in (("fatal_1", "fatal_minefield"), ("loop_1", "repeated_failure")):
+        r = got[name]
+        live = r["recorded_live_stop"]
+        assert r["stop"]["reason"] == reason == live["reason"]
+        assert (r["stop"]["k"], r["stop"]["t"]) == (live["k"], live["t"])
+    folder = tmp_path / "out" / log.stem / "trajectories" / "loop_1"
+    report = json.loads((folder / "dynsteer_report.json").read_text())
+    assert report["stop"]["reason"] == "repeated_failure"
+    assert (folder / "dynsteer_report.md").is_file() and (folder / "dynsteer_audit.jsonl").is_file()
+    assert "VIRTUAL STOP repeated_failure" in capsys.readouterr().out
+
+
+def test_a_native_log_gets_virtual_stops_on_its_agent_turns(tmp_path: Path) -> None:
+    """A log of the task without DynSTEER ran the loop to its end; with --blueprints the replay stops it a few
+    turns in, and says how much of the sample the stop would have saved. The fatal call had run (natively)."""
+    log = record(tmp_path, None)
+    assert ex.DELETED == ["Alice"]
+    blueprints = tmp_path / "bp" / "address_book"
+    blueprints.mkdir(parents=True)
+    for name in ("clean", "fatal", "loop"):
+        (blueprints / f"{name}.json").write_text(ex.blueprint().to_json())
+    assert main(["replay", str(log), "-o", str(tmp_path / "out"), "--blueprints", str(tmp_path / "bp"), "--no-progress"]) == 0
+    summary = json.loads((tmp_path / "out" / "replay_summary.json").read_text())
+    got = {r["scenario"]: r for r in summary["per_scenario"]}
+    loop = got["loop_1"]
+    assert loop["stop"]["reason"] == "repeated_failure" and loop["recorded_live_stop"] is None
+    v = loop["virtual_stop"]
+    assert v["b_full"] == 13 and 2 <= v["b_stop"] <= 4 and v["saved_progress"] > 0.6
+    assert got["fatal_1"]["stop"]["reason"] == "fatal_minefield" and got["fatal_1"]["virtual_stop"]["b_stop"] == 2
+    assert got["clean_1"]["virtual_stop"] is None and got["clean_1"]["native_similarity"] == 1.0
+    assert summary["stops_by_reason"]["repeated_failure"]["halted_runs"] == 1
+    assert json.loads((tmp_path / "out" / log.stem / "replay_summary.json").read_text())["replayed"] == 3
+
+
+def test_a_native_log_without_blueprints_skips_its_samples_with_the_reason(tmp_path: Path) -> None:
+    """No blueprint file and none stored in the log: each sample is skipped saying where a blueprint would be looked for."""
+    log = record(tmp_path, None, ("clean",))
+    got = replay(log, out=tmp_path / "out")
+    [skipped] = got["_summary"]["skipped_scenarios"]
+    assert got["_summary"]["replayed"] == 0 and "has no blueprint" in skipped["reason"]
+
+
+def test_a_broken_log_is_skipped_and_the_others_replayed(tmp_path: Path) -> None:
+    """A file named .eval that is no log is skipped with one sentence; the good log beside it is replayed."""
+    log = record(tmp_path, DynSteer(ex.blueprint()), ("clean",))
+    bad = log.parent / "broken.eval"
+    bad.write_bytes(b"PK\x03\x04 not really a zip")
+    got = replay(log.parent, out=tmp_path / "out")
+    assert got["_summary"]["replayed"] == 1
+    [skipped] = got["_summary"]["skipped_scenarios"]
+    assert "broken.eval could not be read as an Inspect log" in skipped["reason"]
+
+
+def test_a_path_that_is_no_log_and_no_run_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An empty folder is neither: the command fails with one sentence, no traceback."""
+    (tmp_path / "empty").mkdir()
+    assert main(["replay", str(tmp_path / "empty"), "-o", str(tmp_path / "out"), "--no-progress"]) != 0
+    err = capsys.readouterr().err
+    assert "holds no recorded run" in err and "Traceback" not in err
+
+
+def test_the_stop_is_kept_in_the_sample_store(tmp_path: Path) -> None:
+    """The live stop recorded in the sample is what the replay compares with."""
+    from inspect_ai.log import read_eval_log
+
+    log = read_eval_log(str(record(tmp_path, DynSteer(ex.blueprint()), ("loop",))))
+    assert log.samples is not None and log.samples[0].store[STOP_KEY]["reason"] == "repeated_failure"
