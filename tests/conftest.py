@@ -5,12 +5,52 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import structlog
 from fake_llm import PRICE_IN, PRICE_OUT, FakeLLMServer
+from privileges import pyfunc_call
 
 from dynsteer_hook import cli
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
+    """Tests marked ``unprivileged`` run without root's power to ignore permission bits (privileges.py)."""
+    return pyfunc_call(pyfuncitem)
+
+
+# Tests that play real ToolSandbox scenarios or start Ray are slow whatever they assert (loading the scenarios alone takes ~10 s).
+SLOW_FIXTURES = frozenset({"scenarios", "shipped_runs", "ray_instance"})
+
+
+def _shares_a_module_fixture(item: pytest.Item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(d.scope in ("module", "class") for defs in info.name2fixturedefs.values() for d in defs)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark, group and order the tests for the fast subset (``-m "not slow"``) and parallel runs (``--dist loadgroup``).
+
+    Tests using ``SLOW_FIXTURES`` are ``slow``. Tests of a module that share a module-scoped
+    fixture (a set of rollouts, a model server) get one ``xdist_group`` per module, so that one
+    worker builds the fixture once and runs them all. Modules with the most ``slow`` tests come
+    first, each module's tests kept together (moving a test away from its module would build its
+    module fixtures twice): the long ones start at once and the short ones fill the workers up at
+    the end (``--no-loadscope-reorder`` keeps this order).
+    """
+    for item in items:
+        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
+            item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("xdist_group") is None and _shares_a_module_fixture(item):
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
+    modules: dict[str, list[pytest.Item]] = {}
+    for item in items:
+        modules.setdefault(item.nodeid.split("::")[0], []).append(item)
+    ordered = sorted(modules.values(), key=lambda group: -sum(i.get_closest_marker("slow") is not None for i in group))
+    items[:] = [item for group in ordered for item in group]
 
 
 @pytest.fixture(autouse=True)

@@ -28,7 +28,6 @@ from dynsteer_hook.cli import main
 ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "dynsteer_hook" / "data" / "scripts" / "clean_solver.json"
 CHAIN = family("chain").blueprint()
-AS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 
 @dataclass(frozen=True)
@@ -74,7 +73,7 @@ PLACES = [
     # /proc refuses new files even to root: the probe that stands for every unwritable place.
     Place("pseudo_filesystem", lambda ws, files: Path("/proc") / "dynsteer-test" / "out", "cannot be written"),
     Place("read_only_folder", _read_only, "cannot be written",
-          (pytest.mark.skipif(AS_ROOT, reason="root ignores permission bits; the pseudo_filesystem row runs the same probe"),)),
+          (pytest.mark.unprivileged,)),  # as root, without its power to ignore permission bits (tests/privileges.py)
     Place("output_file_is_a_folder", _target_is_dir, "is a directory, where a file will be written"),
 ]
 

@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from needs import need_module
 from ts_support import BLUEPRINTS, SCRIPTS, A, B
 
 from dynsteer_hook.cli import main
@@ -104,10 +103,12 @@ def _decisions(out: Path) -> dict[str, Any]:
         "halts_by_reason": summary["halts_by_reason"], "outcomes": summary["outcomes"]}
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray")
+@pytest.mark.usefixtures("ray_instance")
 def test_run_on_ray_decides_as_local_processes(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``dynsteer run --engine ray`` (a local Ray instance) plays the scenarios as Ray tasks to the same verdicts,
     summaries and ToolSandbox similarities as ``--engine local``."""
-    need_module("ray", "Ray is optional: pip install 'dynsteer-hook[ray]'")
     outs = {}
     for engine in ("local", "ray"):
         argv = ["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "looping_agent.json"),

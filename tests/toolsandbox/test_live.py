@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped_runs import SHIPPED_SCRIPTS, ShippedRuns
 from ts_support import BLUEPRINTS, SCRIPTS, A, B, C, D, E, script_names
 
 from dynsteer_hook.cli import main as cli_main
@@ -28,14 +29,10 @@ def play(scenarios: dict[str, Any], script: str, evaluator: str, out: Path, proc
 
 
 @pytest.fixture(scope="module")
-def runs(scenarios: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Any]:
-    """Every shipped script played once with dynsteer and once natively."""
-    out: dict[tuple[str, str], Any] = {}
-    for script in ("clean_solver", "alternative_path", "looping_agent", "minefield_agent", "malformed_arguments"):
-        for evaluator in ("dynsteer", "native"):
-            directory = tmp_path_factory.mktemp(f"{script}_{evaluator}")
-            out[(script, evaluator)] = (play(scenarios, script, evaluator, directory), directory)
-    return out
+def runs(shipped_runs: ShippedRuns) -> dict[tuple[str, str], Any]:
+    """Every shipped script played once with dynsteer and once natively (shared with other modules: read only)."""
+    return {(script, evaluator): (played.results, played.folder)
+            for script in SHIPPED_SCRIPTS for evaluator in ("dynsteer", "native") for played in [shipped_runs(script, evaluator)]}
 
 
 def results(runs: dict[tuple[str, str], Any], script: str, evaluator: str = "dynsteer") -> dict[str, dict[str, Any]]:

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from needs import need_module
+from shipped_runs import SHIPPED_SCRIPTS, ShippedRuns
 from ts_support import BLUEPRINTS, SCRIPTS, B, D, script_names
 
 from dynsteer_hook.cli import main
@@ -20,21 +20,13 @@ from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions, replay_runs,
 
 pytestmark = pytest.mark.toolsandbox
 
-SCRIPTS_PLAYED = ("clean_solver", "alternative_path", "looping_agent", "minefield_agent", "malformed_arguments")
+SCRIPTS_PLAYED = SHIPPED_SCRIPTS
 
 
 @pytest.fixture(scope="module")
-def recorded(scenarios: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], Path]:
-    """Every shipped script played once live with dynsteer and once natively: the run folders."""
-    out: dict[tuple[str, str], Path] = {}
-    for script in SCRIPTS_PLAYED:
-        for evaluator in ("dynsteer", "native"):
-            directory = tmp_path_factory.mktemp(f"{script}_{evaluator}")
-            names = script_names(script)
-            options = RunOptions(agent="Scripted", user="Scripted", evaluator=evaluator, script=SCRIPTS / f"{script}.json")
-            run_scenarios({n: scenarios[n] for n in names}, options, directory, 1)
-            out[(script, evaluator)] = directory
-    return out
+def recorded(shipped_runs: ShippedRuns) -> dict[tuple[str, str], Path]:
+    """Every shipped script played once live with dynsteer and once natively: the run folders (shared: read only)."""
+    return {(script, evaluator): shipped_runs(script, evaluator).folder for script in SCRIPTS_PLAYED for evaluator in ("dynsteer", "native")}
 
 
 def _report(folder: Path, name: str) -> dict[str, Any]:
@@ -195,9 +187,11 @@ def _without_timing(summary: dict[str, Any]) -> dict[str, Any]:
     return {**{k: v for k, v in summary.items() if k not in ("per_scenario", "skipped_scenarios")}, "per_scenario": rows}
 
 
+@pytest.mark.slow
+@pytest.mark.xdist_group("ray")
+@pytest.mark.usefixtures("ray_instance")
 def test_ray_tasks_give_the_same_replay_as_local_processes(recorded: dict[tuple[str, str], Path], tmp_path: Path) -> None:
     """--engine ray (a local Ray instance) replays to the same summary and reports as one process and as two."""
-    need_module("ray", "Ray is optional: pip install 'dynsteer-hook[ray]'")
     run = recorded[("clean_solver", "native")]
     options = ReplayOptions(blueprint_dir=BLUEPRINTS)
     one = replay_runs([run], options, tmp_path / "one")
