@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 from needs import need_module, unavailable
-from ts_support import BLUEPRINTS, SCRIPTS, script_names
+from shipped_runs import ShippedRuns
+from ts_support import BLUEPRINTS, script_names
 
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.model.records import Report
 from dynsteer_hook.report.html import render_run
 from dynsteer_hook.report.run_page import with_back_link
-from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
 from dynsteer_hook.toolsandbox.offline.replay import ReplayOptions, replay_runs
 
 pytestmark = pytest.mark.toolsandbox
@@ -52,13 +52,11 @@ def _open(browser: Any, path: Path) -> tuple[Any, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def replays(scenarios: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+def replays(shipped_runs: ShippedRuns, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Native recordings of the clean, looping and minefield agents, replayed (one HTML page per scenario)."""
     base = tmp_path_factory.mktemp("html")
     for script in ("clean_solver", "looping_agent", "minefield_agent"):
-        names = script_names(script)
-        options = RunOptions(agent="Scripted", user="Scripted", evaluator="native", script=SCRIPTS / f"{script}.json")
-        run_scenarios({n: scenarios[n] for n in names}, options, base / "runs" / script, 1)
+        shutil.copytree(shipped_runs(script, "native").folder, base / "runs" / script)
     replay_runs([base / "runs"], ReplayOptions(blueprint_dir=BLUEPRINTS), base / "out")
     return base / "out"
 
@@ -142,13 +140,11 @@ def test_the_comparison_page_draws_distributions_and_the_stop_histogram(browser:
 
 
 @pytest.fixture(scope="module")
-def live_runs(scenarios: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Path:
+def live_runs(shipped_runs: ShippedRuns, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The looping and minefield agents played live with dynsteer (`dynsteer run`'s runner): one HTML page per scenario."""
     base = tmp_path_factory.mktemp("live_html")
     for script in ("looping_agent", "minefield_agent"):
-        names = script_names(script)
-        options = RunOptions(agent="Scripted", user="Scripted", evaluator="dynsteer", script=SCRIPTS / f"{script}.json")
-        run_scenarios({n: scenarios[n] for n in names}, options, base / script, 1)
+        shutil.copytree(shipped_runs(script, "dynsteer").folder, base / script)
     return base
 
 

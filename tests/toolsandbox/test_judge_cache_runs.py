@@ -5,16 +5,17 @@ server on 127.0.0.1 (scripts/rules_judge.py), which answers from the stage evide
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from rules_judge import RulesJudgeServer
-from ts_support import SCRIPTS, A, script_names
+from shipped_runs import ShippedRuns
+from ts_support import SCRIPTS, A
 
 from dynsteer_hook.cli import main
-from dynsteer_hook.toolsandbox.live.runner import RunOptions, run_scenarios
 
 pytestmark = [pytest.mark.toolsandbox, pytest.mark.slow]
 
@@ -44,12 +45,11 @@ def _stages(folder: Path, depth: int = 4) -> dict[str, Any]:
     return out
 
 
-def test_a_replay_run_again_with_its_cache_asks_no_judge(scenarios: dict[str, Any], judge: RulesJudgeServer, tmp_path: Path,
+def test_a_replay_run_again_with_its_cache_asks_no_judge(shipped_runs: ShippedRuns, judge: RulesJudgeServer, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
     runs = tmp_path / "runs"
     for script in ("clean_solver", "malformed_arguments"):
-        options = RunOptions(agent="Scripted", user="Scripted", evaluator="native", script=SCRIPTS / f"{script}.json")
-        run_scenarios({n: scenarios[n] for n in script_names(script)}, options, runs / script, 1)
+        shutil.copytree(shipped_runs(script, "native").folder, runs / script)
     cache = tmp_path / "cache"
     assert main(["replay", str(runs), "-o", str(tmp_path / "one"), "--no-progress", "-p", "2", *_flags(judge, cache)]) == 0
     asked = judge.requests
