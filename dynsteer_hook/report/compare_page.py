@@ -17,6 +17,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
+from dynsteer_hook.files.outputs import slug
 from dynsteer_hook.report.html import REPORT_HTML
 
 _MD_SPECIAL = re.compile(r"([\\|*\[\]`~])")
@@ -36,14 +37,15 @@ def md_row(cells: Iterable[Any]) -> str:
 
 
 def replay_href(agent: str, repeat: int, run: str, scenario: str) -> str:
-    """The replayed report of one trajectory, relative to the comparison's folder (every part percent-encoded)."""
-    parts = ("replays", agent, f"repeat_{repeat}", PurePosixPath(run).name or run, "trajectories", scenario, REPORT_HTML)
+    """The replayed report of one trajectory, relative to the comparison's folder (every part percent-encoded; the agent's
+    folder is the slug of its name, as compare writes it)."""
+    parts = ("replays", slug(agent), f"repeat_{repeat}", PurePosixPath(run).name or run, "trajectories", scenario, REPORT_HTML)
     return "/".join(quote(p, safe="") for p in parts)
 
 
 def replay_index_href(agent: str, repeat: int) -> str:
     """The run page of one agent's replayed repeat, relative to the comparison's folder."""
-    return "/".join(quote(p, safe="") for p in ("replays", agent, f"repeat_{repeat}")) + "/index.html"
+    return "/".join(quote(p, safe="") for p in ("replays", slug(agent), f"repeat_{repeat}")) + "/index.html"
 
 
 def _mean(values: Sequence[float]) -> float | None:

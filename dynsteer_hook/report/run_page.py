@@ -104,12 +104,17 @@ def _crash(r: Mapping[str, Any]) -> str | None:
     return last[0] if last else str(r["exception_type"])
 
 
+def run_folder(run: Path) -> str:
+    """The folder a replay writes one recorded run into: the run folder's name, or an Inspect log's name without ``.eval``."""
+    return run.stem if run.suffix == ".eval" else run.name
+
+
 def replay_rows(per_scenario: Iterable[Mapping[str, Any]], base: Path, out: Path) -> list[dict[str, Any]]:
     """One row per replayed scenario (``replay_summary.json``'s ``per_scenario``); ``out`` is the replay's folder and
     ``base`` the folder the page is written in (``out`` or one run's folder below it)."""
     rows: list[dict[str, Any]] = []
     for r in per_scenario:
-        run_dir = out / Path(str(r["run"])).name
+        run_dir = out / run_folder(Path(str(r["run"])))
         prefix = "" if run_dir == base else run_dir.relative_to(base).as_posix() + "/"
         usage = r.get("judge_usage") or {}
         vstop = r.get("virtual_stop")

@@ -52,7 +52,10 @@ def test_dynsteer_run_prints_a_verdict_per_scenario(scenarios: dict[str, Any], t
     captured = capsys.readouterr()
     line = next(x for x in captured.out.splitlines() if x.startswith(B + ":"))
     assert "HALTED frontier_stagnation" in line and "t=5" in line
-    assert len(captured.out.splitlines()) == 2 and captured.out.startswith("Storing outputs to ")
+    lines = captured.out.splitlines()
+    assert lines[0].startswith("Storing outputs to ") and lines[1] == line
+    # then the totals, one indented row each, ending with the run page
+    assert [x.split()[0] for x in lines[2:]] == ["scenarios", "halts", "mean", "steps", "judge", "run"], lines[2:]
     assert captured.err.splitlines() == [f"[1/1] {B}: halted; so far 1 halted, 0 crashed"]
     assert "\x1b" not in captured.out + captured.err
     out = _only_dir(tmp_path)

@@ -167,7 +167,9 @@ def test_replay_command_prints_verdicts_and_writes_summaries(recorded: dict[tupl
     code = main(["replay", str(base), "-o", str(tmp_path / "out"), "--no-progress"])
     out = capsys.readouterr().out
     assert code == 0
-    assert "VIRTUAL STOP fatal_minefield" in out and "replayed" in out.splitlines()[-1]
+    lines = out.splitlines()
+    assert "VIRTUAL STOP fatal_minefield" in out and any("replayed" in x for x in lines)
+    assert lines[-1].split()[:2] == ["run", "page"] and lines[-1].endswith("index.html")  # the totals close the output
     summary = json.loads((tmp_path / "out" / "replay_summary.json").read_text())
     assert summary["replayed"] == len(script_names("clean_solver")) + len(script_names("minefield_agent"))
     for script in ("clean_solver", "minefield_agent"):

@@ -9,6 +9,7 @@ their own. A halt is a result, not a failure: it is counted apart from the crash
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import time
@@ -108,7 +109,7 @@ class RunProgress:
         return tail.format(self._tally(self.colour)) if len(plain) < width else plain[: max(1, width - 1)]
 
     def _draw(self) -> None:
-        width = shutil.get_terminal_size((100, 20)).columns
+        width = _columns(self.stream)
         # \r and the erase-to-end-of-line code rewrite the line in place; a line wider than the terminal would wrap instead.
         self._write("\r" + self.line(width) + "\x1b[K")
         self._drawn = True
@@ -119,3 +120,12 @@ class RunProgress:
             self.stream.flush()
         except (OSError, ValueError):
             pass  # progress is a courtesy: a closed standard error never stops the run
+
+
+def _columns(stream: object) -> int:
+    """The width of the terminal ``stream`` draws on (not of standard output, which may be piped), else ``COLUMNS`` or 100."""
+    try:
+        columns = os.get_terminal_size(stream.fileno()).columns  # type: ignore[attr-defined]
+    except (AttributeError, OSError, ValueError):
+        return shutil.get_terminal_size((100, 20)).columns
+    return columns if columns > 0 else shutil.get_terminal_size((100, 20)).columns

@@ -35,7 +35,7 @@ from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt, OutputError
 from dynsteer_hook.model.records import IncompleteLog, NativeSimilarity, with_files
-from dynsteer_hook.report.run_page import INDEX_HTML, replay_rows, write_run_page
+from dynsteer_hook.report.run_page import INDEX_HTML, replay_rows, run_folder, write_run_page
 from dynsteer_hook.report.run_summary import ErrorBrief, StopBrief, clip
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.evaluator import Evaluator
@@ -378,7 +378,7 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
     summary = summarize(results, skipped)
     try:
         for run in sources:
-            name = run.stem if run.suffix == ".eval" else run.name
+            name = run_folder(run)
             mine = summarize([r for r in results if r["run"] == str(run)], [s for s in skipped if s["run"] == str(run)])
             write_json_atomic(out / name / REPLAY_SUMMARY, mine)
             write_run_page(out / name, f"dynsteer replay: {name}", replay_rows(mine["per_scenario"], out / name, out), kind="replay",
