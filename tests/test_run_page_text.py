@@ -11,7 +11,8 @@ from typing import Any
 
 from needs import need_module
 
-from dynsteer_hook.report.compare_page import markdown_rows, md_cell, replay_href, scenario_table
+from dynsteer_hook.files.outputs import slug
+from dynsteer_hook.report.compare_page import markdown_rows, md_cell, replay_href, replay_index_href, scenario_table
 from dynsteer_hook.report.run_page import (
     console_table,
     embed_json,
@@ -163,4 +164,6 @@ def test_scenarios_where_the_evaluators_disagree_come_first() -> None:
 
 def test_hrefs_percent_encode_every_part() -> None:
     assert scenario_href("a b#?%/<") == "trajectories/a%20b%23%3F%25%2F%3C/dynsteer_report.html"
-    assert replay_href("x/y", 1, "r", "s").startswith("replays/x%2Fy/repeat_1/r/")
+    # the agent's part is the slug of its name, the folder compare writes its replays in
+    assert replay_href("x/y", 1, "r", "s#1").startswith(f"replays/{slug('x/y')}/repeat_1/r/trajectories/s%231/")
+    assert "/" not in slug("x/y") and replay_index_href("../../x", 1) == f"replays/{slug('../../x')}/repeat_1/index.html"

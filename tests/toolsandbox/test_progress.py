@@ -3,10 +3,13 @@ elsewhere, coloured only on a terminal and never with NO_COLOR; and the engines 
 
 from __future__ import annotations
 
+import fcntl
 import io
 import os
 import re
 import select
+import struct
+import termios
 from collections.abc import Iterator
 from typing import Any
 
@@ -37,6 +40,8 @@ class _Clock:
 def pty_stream() -> Iterator[tuple[int, io.TextIOWrapper]]:
     """A pseudo-terminal: its master end (to read what was drawn) and its slave end as a text stream (a terminal)."""
     master, slave = os.openpty()
+    # a terminal 120 columns wide: the bar measures the terminal it draws on (a test runner's COLUMNS may say 80)
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 120, 0, 0))
     stream = io.TextIOWrapper(io.FileIO(slave, "w"), encoding="utf-8", write_through=True)
     try:
         yield master, stream
