@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,9 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> Any:
 
 # Tests that play real ToolSandbox scenarios or start Ray are slow whatever they assert (loading the scenarios alone takes ~10 s).
 SLOW_FIXTURES = frozenset({"scenarios", "shipped_runs", "ray_instance"})
+# Tests measured slow without such a fixture (tests/slow_tests.txt: one test id per line, without parameters).
+MEASURED_SLOW = frozenset(line.strip() for line in (Path(__file__).parent / "slow_tests.txt").read_text(encoding="utf-8").splitlines()
+                          if line.strip() and not line.startswith("#"))
 
 
 def _shares_a_module_fixture(item: pytest.Item) -> bool:
@@ -34,7 +38,7 @@ def _shares_a_module_fixture(item: pytest.Item) -> bool:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark, group and order the tests for the fast subset (``-m "not slow"``) and parallel runs (``--dist loadgroup``).
 
-    Tests using ``SLOW_FIXTURES`` are ``slow``. Tests of a module that share a module-scoped
+    Tests using ``SLOW_FIXTURES`` or listed in ``slow_tests.txt`` are ``slow``. Tests of a module that share a module-scoped
     fixture (a set of rollouts, a model server) get one ``xdist_group`` per module, so that one
     worker builds the fixture once and runs them all. Modules with the most ``slow`` tests come
     first, each module's tests kept together (moving a test away from its module would build its
@@ -42,7 +46,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     the end (``--no-loadscope-reorder`` keeps this order).
     """
     for item in items:
-        if SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ())) and item.get_closest_marker("slow") is None:
+        measured = item.nodeid.split("[")[0] in MEASURED_SLOW
+        if (measured or SLOW_FIXTURES.intersection(getattr(item, "fixturenames", ()))) and item.get_closest_marker("slow") is None:
             item.add_marker(pytest.mark.slow)
         if item.get_closest_marker("xdist_group") is None and _shares_a_module_fixture(item):
             item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))
