@@ -114,8 +114,6 @@ def _evaluate_events(evaluator: Evaluator, events: Iterable[tuple[int, Event]], 
         for lineno, event in events:
             lines.note(evaluator.k + 1, lineno)
             seen = EventSeen(task, evaluator.k + 1, 0, event)
-            for hook in observers:
-                hook.on_event(seen)
             judge_event(evaluator, seen, observers)
     except Halt:
         pass

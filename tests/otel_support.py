@@ -72,8 +72,6 @@ def feed(bp: Blueprint, events: Iterable[Event], *observers: RolloutHook, config
     try:
         for k, event in enumerate(events, start=1):
             seen = EventSeen(task, k, 0, event)
-            for hook in observers:
-                hook.on_event(seen)
             judge_event(evaluator, seen, observers)
     except Halt:
         pass

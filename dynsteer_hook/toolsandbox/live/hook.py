@@ -178,13 +178,15 @@ class RolloutHook:
 
 
 def judge_event(evaluator: Evaluator, seen: EventSeen, observers: Sequence[RolloutHook]) -> None:
-    """Feed one event to the evaluator, then tell the observers the actions it closed and the halt it raised.
+    """Tell the observers the event, feed it to the evaluator, then tell them the actions it closed and the halt it raised.
 
     A live rollout, a replay and ``dynsteer evaluate`` reach their observers through this one function.
 
     Raises:
         Halt: The evaluator stopped the run (the observers were told first).
     """
+    for hook in observers:
+        hook.on_event(seen)
     judged = len(evaluator.stages)
     try:
         evaluator.observe(seen.event)
@@ -297,18 +299,13 @@ class LiveHook(RolloutHook):
         start = time.perf_counter()
         self._control.hold()  # the evaluator's state is never left half-updated by Ctrl-C
         try:
-            for hook in self.observers:
-                hook.on_event(seen)
-            self._judge(seen)
+            judge_event(self.evaluator, seen, self.observers)
         except BaseException:
             self._control.release(deliver=False)
             raise
         finally:
             self.evaluator_seconds += time.perf_counter() - start
         self._control.release()
-
-    def _judge(self, seen: EventSeen) -> None:
-        judge_event(self.evaluator, seen, self.observers)
 
     def on_turn_end(self, turn: TurnEnded) -> None:
         for hook in self.observers:

@@ -212,8 +212,6 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
                 if log is not None:
                     log.write(item.event)
                 seen = EventSeen(job.scenario, k, item.batch, item.event)
-                for hook in observers:
-                    hook.on_event(seen)
                 try:
                     judge_event(evaluator, seen, observers)
                 except Halt:
