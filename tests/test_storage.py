@@ -208,11 +208,26 @@ def test_failed_write_keeps_the_previous_file(tmp_path: Path, monkeypatch: pytes
     """An error while the temporary file is written never touches the target."""
     path = tmp_path / "report.json"
     write_text_atomic(path, "old\n")
-    monkeypatch.setattr(os, "fsync", lambda _fd: (_ for _ in ()).throw(OSError("disk full")))
+    monkeypatch.setattr(storage, "_write_all", lambda _fd, _data: (_ for _ in ()).throw(OSError("disk full")))
     with pytest.raises(OSError, match="disk full"):
         write_text_atomic(path, "new\n")
     assert path.read_text(encoding="utf-8") == "old\n"
     assert [p.name for p in tmp_path.iterdir()] == ["report.json"]
+
+
+def test_a_rollouts_reports_land_together_unsynced_and_summaries_are_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The three files a rollout writes are renamed in as one group without a sync each (a run writes them per rollout);
+    a file written once per run is synced before it is renamed in."""
+    from dynsteer_hook.report.writer import REPORT_HTML, write_run_report
+
+    synced: list[int] = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    bp = family("chain").blueprint()
+    paths = write_run_report(Evaluator(bp).finish(), tmp_path / "scenario", bp)
+    assert [p.name for p in paths] == [REPORT_JSON, REPORT_MD, REPORT_HTML] and all(p.is_file() for p in paths)
+    assert synced == [] and sorted(p.name for p in (tmp_path / "scenario").iterdir()) == sorted(p.name for p in paths)
+    write_text_atomic(tmp_path / "summary.json", "{}\n")
+    assert len(synced) == 1
 
 
 def test_atomic_write_replaces_content(tmp_path: Path) -> None:

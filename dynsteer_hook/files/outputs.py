@@ -49,12 +49,13 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _write_new(path: Path, data: bytes) -> None:
+def _write_new(path: Path, data: bytes, durable: bool) -> None:
     # os.open applies the umask to 0o666, as open() does for any new file (mkstemp would give 0600).
     fd = os.open(path, _NEW_FILE, 0o666)
     try:
         _write_all(fd, data)
-        os.fsync(fd)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
 
@@ -83,17 +84,23 @@ class StagedFiles:
 
     Until ``commit`` the targets are untouched; ``discard`` (or leaving the ``with`` block
     with an exception) removes every temporary file.
+
+    Args:
+        durable: Sync each file to the disk before it is renamed in, so that it survives a power cut too. A killed
+            process never leaves a torn file either way (the rename is atomic); the per-rollout files of a run are
+            written without it, since a sync per file was most of what report writing cost a run.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, durable: bool = True) -> None:
         self._pending: list[tuple[Path, Path]] = []
+        self._durable = durable
 
     def text(self, path: str | Path, text: str) -> None:
         """Stage ``text`` (UTF-8) as the next content of ``path``."""
         target = Path(path)
         tmp = temp_sibling(target)
         try:
-            _write_new(tmp, text.encode("utf-8"))
+            _write_new(tmp, text.encode("utf-8"), self._durable)
         except BaseException:
             tmp.unlink(missing_ok=True)
             raise
@@ -124,11 +131,11 @@ class StagedFiles:
         self.discard()
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
-    """Replace ``path`` with ``text`` atomically (the parent folder is created)."""
+def write_text_atomic(path: str | Path, text: str, *, durable: bool = True) -> None:
+    """Replace ``path`` with ``text`` atomically (the parent folder is created; ``durable``: see ``StagedFiles``)."""
     p = Path(path)
     p.parent.mkdir(parents=True, exist_ok=True)
-    with StagedFiles() as staged:
+    with StagedFiles(durable=durable) as staged:
         staged.text(p, text)
         staged.commit()
 
@@ -301,9 +308,9 @@ def _resolved(path: Path) -> Path:
         return path.absolute()
 
 
-def check_apart(output: str | Path, inputs: Iterable[str | Path], flag: str) -> None:
-    """Refuse an output folder that is, contains or lies inside one of the inputs (links resolved), since writing
-    there would overwrite or mix with what is being read.
+def check_apart(output: str | Path, inputs: Iterable[str | Path], flag: str, *, kind: str = "folder") -> None:
+    """Refuse an output (a ``kind``: folder or file) that is, contains or lies inside one of the inputs (links
+    resolved), since writing there would overwrite or mix with what is being read.
 
     Raises:
         OutputError: One sentence naming the output, the input and the fix.
@@ -320,7 +327,7 @@ def check_apart(output: str | Path, inputs: Iterable[str | Path], flag: str) -> 
         else:
             continue
         raise OutputError(f"{flag} {output} {how} the input {given}; writing there would overwrite or mix with what is "
-                          f"read, so pass a folder outside every input with {flag}")
+                          f"read, so pass a {kind} outside every input with {flag}")
 
 
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")

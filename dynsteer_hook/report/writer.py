@@ -1,7 +1,7 @@
 """The one path that writes a run's report files, atomically.
 
 The JSON report and its Markdown rendering are renamed into place together, so a killed
-process leaves either the previous pair or the new one; a rollout's HTML page follows them
+process leaves either the previous pair or the new one; a rollout's HTML page joins them
 (``write_run_report``); the audit log beside them is appended line by line as the run goes
 (see ``dynsteer_hook.files.outputs``).
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from dynsteer_hook.files.outputs import StagedFiles, write_text_atomic
+from dynsteer_hook.files.outputs import StagedFiles
 from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.records import Report
 from dynsteer_hook.report.markdown import render_markdown
@@ -50,13 +50,20 @@ def write_report(report: Report, out_dir: str | Path) -> tuple[Path, Path]:
 
 
 def write_run_report(report: Report, out_dir: str | Path, blueprint: Blueprint) -> tuple[Path, Path, Path]:
-    """Write a rollout's report files into ``out_dir``: the JSON and Markdown pair (see ``write_report``), then the
+    """Write a rollout's report files into ``out_dir`` together: the JSON and Markdown pair (see ``write_report``) and the
     HTML page that draws ``blueprint``, with a link back to the run page two folders up (``trajectories/<scenario>/``).
 
+    They are renamed in at once, like the pair, but not synced to the disk file by file (a run writes them for every
+    rollout; its summaries, written once, are synced).
+
     Raises:
-        OSError: A file could not be written (the pair is whole, old or new, whatever failed).
+        OSError: A file could not be written (the files are all old or all new, whatever failed).
     """
-    json_path, md_path = write_report(report, out_dir)
-    html_path = Path(out_dir) / REPORT_HTML
-    write_text_atomic(html_path, with_back_link(render_run(report, blueprint)))
+    out = Path(out_dir)
+    os.makedirs(out, exist_ok=True)
+    html_path = out / REPORT_HTML
+    with StagedFiles(durable=False) as staged:
+        json_path, md_path = stage_report(staged, report, out)
+        staged.text(html_path, with_back_link(render_run(report, blueprint)))
+        staged.commit()
     return json_path, md_path, html_path
