@@ -51,11 +51,12 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     from dynsteer_hook.runtime.pairing import LineIndex
 
     # Every input is checked before any output is opened, so a bad file never touches an earlier run's files.
-    bp = load_valid_blueprint(blueprint_argument(args.blueprint))
+    bp_path = blueprint_argument(args.blueprint)
+    bp = load_valid_blueprint(bp_path)
     settings, config = judges_from_args(args, config_from_args(args))
     judges = settings.build()
     check_events(args.events)
-    observers = otel_observers(args, source="evaluate", theta_pass=config.theta_pass)
+    observers = otel_observers(args, source="evaluate", theta_pass=config.theta_pass, inputs=(args.events, bp_path))
     out = Path(args.report)
     check_output_dir(out, "--report", REPORT_FILES)
     create_dir(out, "--report")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import Field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -206,8 +206,11 @@ def add_otel_flags(p: argparse.ArgumentParser) -> None:
                    help="also record tool arguments and results on the spans (also OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true)")
 
 
-def otel_observers(args: argparse.Namespace, *, source: str, theta_pass: float) -> tuple[Any, ...]:
-    """The observer that exports each rollout when ``--otel`` was given (checked: one sentence when it cannot), else none."""
+def otel_observers(args: argparse.Namespace, *, source: str, theta_pass: float, inputs: Iterable[Path | None] = ()) -> tuple[Any, ...]:
+    """The observer that exports each rollout when ``--otel`` was given (checked: one sentence when it cannot), else none.
+
+    ``inputs`` are the command's input files and folders: telemetry is never appended to one of them, nor written inside one.
+    """
     value = getattr(args, "otel", None)
     if value is None:
         if getattr(args, "otel_content", False):
@@ -216,6 +219,10 @@ def otel_observers(args: argparse.Namespace, *, source: str, theta_pass: float) 
     from dynsteer_hook.otel.settings import otel_settings
 
     settings = otel_settings(value, content=args.otel_content)
+    if settings.file is not None:
+        from dynsteer_hook.files.outputs import check_apart
+
+        check_apart(settings.file, [p for p in inputs if p is not None], "--otel", kind="file")
     from dynsteer_hook.otel.observer import OtelObserver
 
     return (OtelObserver(settings, source=source, theta_pass=theta_pass),)

@@ -58,3 +58,16 @@ def test_otel_flag_mistakes_are_one_sentence(tmp_path: Path, capsys: pytest.Capt
     err = capsys.readouterr().err
     assert fragment in err and err.count("\n") == 1 and "Traceback" not in err
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("target", ["trace.jsonl", "bp.json"])
+def test_telemetry_is_never_appended_to_an_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str) -> None:
+    """--otel naming the event file or the blueprint is refused in one sentence, and that input keeps its bytes."""
+    save_blueprint(CHAIN, tmp_path / "bp.json")
+    (tmp_path / "trace.jsonl").write_text("".join(json.dumps(event_to_record(e)) + "\n" for e in settle_events(["a"])), encoding="utf-8")
+    before = (tmp_path / target).read_bytes()
+    assert main(["evaluate", "--blueprint", str(tmp_path / "bp.json"), "--events", str(tmp_path / "trace.jsonl"),
+                 "--report", str(tmp_path / "out"), "--otel", str(tmp_path / target)]) == EXIT_USAGE
+    err = capsys.readouterr().err
+    assert f"--otel {tmp_path / target} is the input" in err and err.count("\n") == 1
+    assert (tmp_path / target).read_bytes() == before and not (tmp_path / "out").exists()

@@ -79,16 +79,24 @@ def test_a_fatal_call_is_intercepted_and_the_halt_is_the_rollout_status(scenario
     assert values["dynsteer.tool_call.executed"] is False and values["dynsteer.k"] == stop["k"] and fatal.status.code == 2
 
 
-def test_replay_exports_the_recorded_rollout_with_the_agent_from_the_folder_name(scenarios: dict[str, Any], tmp_path: Path) -> None:
-    """Replaying the run's folder with --otel sends the same shape of trace, marked replay."""
+def test_replay_exports_the_recorded_rollout_with_the_agent_from_the_folder_name(scenarios: dict[str, Any], tmp_path: Path,
+                                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Replaying the run's folder with --otel sends the same shape of trace, marked replay; a bare --otel written before
+    the folder (which argparse hands to --otel as its value) still replays that folder, to the OTEL_* endpoint."""
     with otlp_receiver() as (url, got):
         assert _run("minefield_agent", D, tmp_path / "live", url) == 0
         live = len(got.spans())
-        assert main(["replay", str(_run_dir(tmp_path / "live")), "-o", str(tmp_path / "replayed"), "--no-progress", "--otel", url]) == 0
-    replayed = got.spans()[live:]
-    [root] = [s for s in replayed if s.name.startswith("invoke_agent")]
-    assert root.name == "invoke_agent Scripted" and attributes(root)["dynsteer.source"] == "replay" and root.status.code == 2
-    assert any(attributes(s).get("dynsteer.intercepted") for s in replayed)
+        run = _run_dir(tmp_path / "live")
+        assert main(["replay", str(run), "-o", str(tmp_path / "replayed"), "--no-progress", "--otel", url]) == 0
+        replayed = got.spans()[live:]
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", url)
+        assert main(["replay", "--otel", str(run), "-o", str(tmp_path / "bare"), "--no-progress"]) == 0
+        again = got.spans()[live + len(replayed):]
+    for spans in (replayed, again):
+        [root] = [s for s in spans if s.name.startswith("invoke_agent")]
+        assert root.name == "invoke_agent Scripted" and attributes(root)["dynsteer.source"] == "replay" and root.status.code == 2
+        assert any(attributes(s).get("dynsteer.intercepted") for s in spans)
+    assert (tmp_path / "bare" / "index.html").is_file() and run.is_dir()
 
 
 def test_otel_with_the_native_evaluator_is_one_sentence(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

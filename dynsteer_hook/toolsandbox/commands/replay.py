@@ -28,7 +28,8 @@ def add_replay_parser(sub: Any, *, flags: bool = True) -> None:
     from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_otel_flags
     from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
 
-    p.add_argument("runs", nargs="+", type=Path, metavar="RUN_DIR",
+    # "*", not "+": a bare --otel takes the next word as its value, and cmd_replay gives back a recording it took.
+    p.add_argument("runs", nargs="*", type=Path, metavar="RUN_DIR",
                    help="ToolSandbox output folders, or a folder holding them (one level below); Inspect .eval logs or folders of them")
     p.add_argument("-o", "--out", type=Path, required=True, help="folder for the replayed reports and replay_summary.json")
     p.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json (default: the shipped ones)")
@@ -92,7 +93,7 @@ def _options(args: argparse.Namespace) -> Any:
     settings.build()  # a bad model string or a missing key stops before anything is replayed
     return ReplayOptions(blueprint_dir=args.blueprints or default_blueprint_dir(), config=config, judges=settings,
                          write_events=getattr(args, "events", False),
-                         observers=otel_observers(args, source="replay", theta_pass=config.theta_pass))
+                         observers=otel_observers(args, source="replay", theta_pass=config.theta_pass, inputs=getattr(args, "runs", ())))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -134,6 +135,19 @@ def _line(r: dict[str, Any]) -> str:
     return f"{r['scenario']}: {head}; dynsteer {r['score']:.3f}{native}"
 
 
+def _recordings(args: argparse.Namespace) -> list[Path]:
+    """The RUN_DIRs, with the one a bare ``--otel`` took as its value given back: a folder or an Inspect log is a
+    recording to replay, never a file to append telemetry to (``replay --otel RUN_DIR -o OUT``)."""
+    runs = list(args.runs)
+    taken = Path(args.otel).expanduser() if args.otel else None
+    if taken is not None and (taken.is_dir() or (taken.suffix == ".eval" and taken.is_file())):
+        runs.insert(0, Path(args.otel))
+        args.otel = ""
+    if not runs:
+        raise DynsteerError("replay needs at least one RUN_DIR: a ToolSandbox output folder, a folder of them, or an Inspect .eval log")
+    return runs
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     """Run ``dynsteer replay``."""
     from dynsteer_hook.flags import otel_shutdown
@@ -141,6 +155,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from dynsteer_hook.report.run_page import INDEX_HTML, console_table, replay_rows, totals
     from dynsteer_hook.toolsandbox.offline.replay import REPLAY_SUMMARY, replay_runs
 
+    args.runs = _recordings(args)
     options = _options(args)
     try:
         summary = replay_runs(args.runs, options, args.out, args.parallel, progress=not args.no_progress,

@@ -188,12 +188,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     settings, config = judges_from_args(args, config_from_args(args))
     settings.build()  # a bad model string or a missing key stops the run before it starts
     agent_model, user_model = _role_model(args, "agent"), _role_model(args, "user")
+    script = None if args.script is None else script_argument(args.script)
     options = RunOptions(
         agent=args.agent,
         user=args.user,
         evaluator=args.evaluator,
         blueprint_dir=args.blueprints,
-        script=None if args.script is None else script_argument(args.script),
+        script=script,
         config=config,
         judges=settings,
         write_events=not args.no_events,
@@ -201,7 +202,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         user_model=user_model,
         allow_stale=args.allow_stale_blueprints,
         limits=_limits(args),
-        observers=otel_observers(args, source="run", theta_pass=config.theta_pass),
+        observers=otel_observers(args, source="run", theta_pass=config.theta_pass, inputs=(args.blueprints, script)),
     )
     # What can be checked without ToolSandbox's scenarios is checked before they load (seconds).
     check_output_dir(args.output_dir, "-o/--output_dir")
