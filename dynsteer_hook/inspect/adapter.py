@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,8 @@ class DynSteer:
             return found
         monitor = SampleMonitor(bp, self.config, judges=self._judges)
         self._monitors[state.uuid] = monitor
+        # A sample that errors is never scored, so ``finish`` never drops its monitor: the state's end does.
+        weakref.finalize(state, self._monitors.pop, state.uuid, None)
         return monitor
 
     def _given(self, state: TaskState) -> Blueprint | None:

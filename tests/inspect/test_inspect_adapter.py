@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import gc
+import threading
 from pathlib import Path
 from typing import Any
 
 from inspect_ai import eval as inspect_eval
 from inspect_ai.event import ModelEvent, ToolEvent
 from inspect_ai.log import EvalLog, EvalSample
+from inspect_ai.model import get_model
 
 from dynsteer_hook.inspect import STOP_KEY, DynSteer
 from dynsteer_hook.inspect import example as ex
+from dynsteer_hook.judges.tier1 import Tier1Judge
+from dynsteer_hook.model.config import EvaluatorConfig
 
 
 def run(names: tuple[str, ...], tmp_path: Path, steer: DynSteer | None = None) -> tuple[EvalLog, dict[str, EvalSample]]:
@@ -79,6 +84,47 @@ def test_samples_run_together_keep_their_own_evaluators(tmp_path: Path) -> None:
     steer = DynSteer(ex.blueprint())
     _, samples = run(("clean", "fatal", "loop"), tmp_path, steer)
     assert {k: dynsteer_score(s).answer for k, s in samples.items()} == {"clean": "completed", "fatal": "halted", "loop": "halted"}
+    assert steer._monitors == {}
+
+
+def test_with_judges_the_evaluator_runs_off_the_event_loop_and_decides_alike(tmp_path: Path) -> None:
+    """Given judges (which may block on a model), every stage is judged in a worker thread, never on Inspect's event loop,
+    and the verdicts are those of the same samples judged inline."""
+    config = EvaluatorConfig()
+    rules = Tier1Judge(step_penalty=config.efficiency_step_penalty, proximity_penalty=config.minefield_proximity_penalty)
+    threads: list[threading.Thread] = []
+
+    def judge(request: Any) -> Any:
+        threads.append(threading.current_thread())
+        return rules(request)
+
+    _, inline = run(("clean", "fatal", "loop"), tmp_path / "inline")
+    ex.SENT.clear()
+    ex.DELETED.clear()
+    _, judged = run(("clean", "fatal", "loop"), tmp_path / "judged", DynSteer(ex.blueprint(), judges={1: judge}))
+    assert threads and threading.main_thread() not in threads
+    for name in ("clean", "fatal", "loop"):
+        a, b = dynsteer_score(inline[name]), dynsteer_score(judged[name])
+        assert (a.value, a.answer, a.metadata["dynsteer"]["stop"]) == (b.value, b.answer, b.metadata["dynsteer"]["stop"])
+    assert judged["loop"].store[STOP_KEY]["reason"] == "repeated_failure" and ex.DELETED == []
+
+
+def test_a_sample_that_errors_mid_run_leaves_no_evaluator_behind(tmp_path: Path) -> None:
+    """The model fails on the second turn, after the approver made the sample's evaluator: the sample errors and is never
+    scored, and its evaluator is dropped all the same once the sample is over."""
+    def failing(messages: list[Any], *args: Any) -> Any:
+        if sum(m.role == "assistant" for m in messages) >= 1:
+            raise RuntimeError("the model's provider went away")
+        return ex.scripted_output(messages, *args)
+
+    steer = DynSteer(ex.blueprint())
+    [log] = inspect_eval(ex.address_book(steer, ("clean",)), model=get_model("mockllm/model", custom_outputs=failing),
+                         display="none", log_level="error", log_dir=str(tmp_path / "logs"), fail_on_error=False)
+    assert log.samples is not None
+    [sample] = log.samples
+    assert sample.error is not None and "went away" in sample.error.message
+    assert [e.function for e in sample.events if isinstance(e, ToolEvent)] == ["find_contact"]  # the evaluator was made
+    gc.collect()
     assert steer._monitors == {}
 
 
