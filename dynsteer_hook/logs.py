@@ -15,7 +15,7 @@ import contextlib
 import logging
 import os
 import sys
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 
@@ -41,12 +41,52 @@ def paint(text: str, colour: str, enabled: bool) -> str:
     return f"\x1b[{code}m{text}\x1b[0m"
 
 
+class LineOwner(Protocol):
+    """Something drawn on the last line of standard error (a progress bar) that log lines must not overwrite."""
+
+    def clear_line(self) -> None:
+        """Erase the drawn line, leaving the cursor at its start."""
+
+    def redraw(self) -> None:
+        """Draw the line again."""
+
+
+_LINE: list[LineOwner] = []
+"""The line drawn on standard error in this process, if any (``hold_line``)."""
+
+
+def hold_line(owner: LineOwner | None) -> None:
+    """Say that ``owner`` draws the last line of standard error (None: nothing does): log lines then go above it."""
+    _LINE[:] = [] if owner is None else [owner]
+
+
+def write_stderr(text: str) -> None:
+    """Write to the standard error of the moment, above the progress line if one is drawn (a closed stream loses the text)."""
+    with contextlib.suppress(OSError, ValueError):  # a closed standard error: the line is lost, the run goes on
+        owners = list(_LINE)
+        for owner in owners:
+            owner.clear_line()
+        sys.stderr.write(text)
+        for owner in owners:
+            owner.redraw()
+
+
+class _Console:
+    """Standard error for structlog's printer: the stream of the moment, written through ``write_stderr``."""
+
+    def write(self, text: str) -> None:
+        write_stderr(text)
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.flush()
+
+
 class _Stderr(logging.Handler):
     """Writes each line to the standard error of the moment (a test's capture, a redirected stream)."""
 
     def emit(self, record: logging.LogRecord) -> None:
-        with contextlib.suppress(OSError, ValueError):  # a closed standard error: the line is lost, the run goes on
-            sys.stderr.write(self.format(record) + "\n")
+        write_stderr(self.format(record) + "\n")
 
 
 def configure_logging(verbose: bool) -> None:
@@ -59,7 +99,7 @@ def configure_logging(verbose: bool) -> None:
             structlog.dev.ConsoleRenderer(colors=use_colour(sys.stderr)),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(level),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=_Console()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
     # The package's loggers hand structlog's rendered lines to logging: one handler prints them, the level was filtered above.

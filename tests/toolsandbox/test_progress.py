@@ -9,6 +9,7 @@ import os
 import re
 import select
 import struct
+import sys
 import termios
 from collections.abc import Iterator
 from typing import Any
@@ -111,6 +112,31 @@ def test_no_color_keeps_the_bar_and_drops_the_colour(pty_stream: tuple[int, io.T
     drawn = _drain(master)
     assert "\r" in drawn and "3/3 scenarios, 1 halted, 1 crashed" in drawn
     assert not ANSI_COLOUR.search(drawn)
+
+
+def test_a_log_line_goes_above_the_bar_and_the_bar_is_drawn_again(pty_stream: tuple[int, io.TextIOWrapper],
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A warning logged while the bar is on standard error erases the bar, takes a line of its own, and the bar comes back
+    under it; once the bar is closed, log lines are written as they are."""
+    import logging
+
+    from dynsteer_hook.logs import configure_logging
+
+    monkeypatch.setenv("NO_COLOR", "1")
+    master, stream = pty_stream
+    monkeypatch.setattr(sys, "stderr", stream)
+    configure_logging(False)
+    log = logging.getLogger("dynsteer_hook.test")
+    with RunProgress(2, clock=_Clock()) as progress:
+        progress.finished(RESULTS[0])
+        log.warning("the judge timed out")
+        progress.finished(RESULTS[1])
+    log.warning("after the run")
+    drawn = _drain(master).replace("\r\n", "\n")  # the terminal turns each newline into CR LF
+    before, after = drawn.split("the judge timed out")
+    assert before.endswith("\r\x1b[K") and after.startswith("\n\r")  # the bar erased, the warning on its own line, the bar back
+    assert "1/2 scenarios" in after.split("\n")[1] and "2/2 scenarios" in after
+    assert drawn.endswith("\nafter the run\n")
 
 
 def test_a_narrow_terminal_gets_a_shorter_line() -> None:

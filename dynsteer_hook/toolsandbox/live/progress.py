@@ -17,7 +17,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, TextIO
 
-from dynsteer_hook.logs import paint, use_colour
+from dynsteer_hook.logs import hold_line, paint, use_colour
 
 BAR_WIDTH = 24
 
@@ -70,6 +70,8 @@ class RunProgress:
         """Draw the empty bar (on a terminal; a plain stream gets its first line with the first scenario)."""
         if self.terminal:
             self._draw()
+            if self.stream is sys.stderr:
+                hold_line(self)  # the package's log lines go above the bar, not over it
 
     def finished(self, result: dict[str, Any]) -> None:
         """One scenario finished (any outcome): redraw the bar, or print its line."""
@@ -83,10 +85,21 @@ class RunProgress:
 
     def close(self) -> None:
         """End the bar's line, so that what is printed next starts on a line of its own."""
+        hold_line(None)
         if self.terminal and self._drawn:
             self._draw()
             self._write("\n")
             self._drawn = False
+
+    def clear_line(self) -> None:
+        """Erase the bar (a log line is about to be written where it was)."""
+        if self._drawn:
+            self._write("\r\x1b[K")
+
+    def redraw(self) -> None:
+        """Draw the bar again under what was written."""
+        if self._drawn:
+            self._draw()
 
     def _tally(self, colour: bool) -> str:
         halted, crashed = self.counts.get("halted", 0), self.counts.get("crashed", 0)

@@ -135,7 +135,7 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
         for r, folder in enumerate(agent.repeats):
             # The name is any text (a manifest key): its folder is a slug, the name itself stays in compare.json.
             summary = replay_runs([folder], options, out / "replays" / slug(agent.name) / f"repeat_{r}", processes, progress,
-                                  engine=engine, ray_address=ray_address)
+                                  engine=engine, ray_address=ray_address, label=f"dynsteer compare: {slug(agent.name)[:40]} repeat {r}")
             skipped += summary["skipped"]
             done = summary["per_scenario"]
             rows += done

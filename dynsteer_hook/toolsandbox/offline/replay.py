@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import re
-import sys
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -41,6 +40,7 @@ from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
 from dynsteer_hook.toolsandbox.live.hook import EventSeen, RolloutEnd, RolloutHook, RolloutStart, finish_observed, judge_event
+from dynsteer_hook.toolsandbox.live.progress import RunProgress
 from dynsteer_hook.toolsandbox.live.results import native_similarity
 from dynsteer_hook.toolsandbox.offline.recording import (
     RESULT_SUMMARY,
@@ -322,17 +322,20 @@ def summarize(results: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> d
     }
 
 
-def _progress(items: Iterator[dict[str, Any]], total: int, enabled: bool) -> Iterator[dict[str, Any]]:
+def _progress(items: Iterator[dict[str, Any]], total: int, enabled: bool, label: str) -> Iterator[dict[str, Any]]:
+    """The results as they come, told to the same progress line as ``dynsteer run`` (a virtual stop counts as halted)."""
     if not enabled:
         yield from items
         return
-    from tqdm import tqdm
-
-    yield from tqdm(items, total=total, desc="replay", unit="scenario", file=sys.stderr, dynamic_ncols=True)
+    with RunProgress(total, label=label) as bar:
+        for r in items:
+            bar.finished({"name": r["scenario"], "dynsteer": {"outcome": "skipped" if "skipped" in r else r["outcome"],
+                                                              "halted": bool(r.get("halted"))}})
+            yield r
 
 
 def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, processes: int = 1, progress: bool = False, *,
-                engine: str = "local", ray_address: str | None = None) -> dict[str, Any]:
+                engine: str = "local", ray_address: str | None = None, label: str = "dynsteer replay") -> dict[str, Any]:
     """Replay every recorded scenario under ``paths`` into ``out`` and write the summaries.
 
     Args:
@@ -341,9 +344,10 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
         options: Blueprints, configuration and judges.
         out: Where the reports and summaries go.
         processes: Worker processes (local engine) or CPUs (a local Ray instance).
-        progress: Show a progress bar on stderr.
+        progress: Show the progress line on stderr (``live.progress``: a bar on a terminal, a line per scenario elsewhere).
         engine: ``local`` or ``ray`` (see ``live.engines``).
         ray_address: The Ray cluster to join.
+        label: What the progress line is of.
 
     Raises:
         DynsteerError: A path is not a folder or holds no recorded run, or the engine cannot start.
@@ -362,7 +366,7 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
         skipped += sk
     create_dir(out, "-o/--out")
     worker = partial(replay_one, options=options)
-    results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress))
+    results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress, label))
     sources: list[Path] = list(runs)
     if logs:
         from dynsteer_hook.inspect.replay import find_logs, replay_log
