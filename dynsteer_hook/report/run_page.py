@@ -190,7 +190,8 @@ def templates() -> Any:
     import jinja2
 
     return jinja2.Environment(loader=jinja2.PackageLoader("dynsteer_hook.report", "templates"), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                              auto_reload=False)  # package data: never changes while the process runs
 
 
 @functools.cache

@@ -38,7 +38,8 @@ def environment() -> jinja2.Environment:
     import jinja2
 
     return jinja2.Environment(loader=jinja2.PackageLoader("dynsteer_hook.report", "templates"), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                              auto_reload=False)  # package data: never changes while the process runs
 
 
 def render_run(report: Report, blueprint: Blueprint) -> str:
