@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from inspect_ai.event import ModelEvent, ToolEvent
 from inspect_ai.log import EvalSample, read_eval_log, read_eval_log_samples
 from inspect_ai.model import ChatMessageAssistant
 
@@ -55,12 +56,42 @@ def find_logs(paths: Iterable[Path]) -> list[Path]:
     return logs
 
 
-def virtual_stop(batch: int, batches: int) -> dict[str, Any]:
-    """A stop in agent turn ``batch`` of ``batches`` (the keys of a ToolSandbox replay's virtual stop)."""
+def _seconds(event: ModelEvent | ToolEvent) -> float | None:
+    if event.working_time is not None:
+        return float(event.working_time)
+    return None if event.completed is None else (event.completed - event.timestamp).total_seconds()
+
+
+def turn_costs(sample: EvalSample) -> list[tuple[float | None, int | None]] | None:
+    """Per agent turn (assistant message), the seconds its model call and its tool calls took and the model call's tokens;
+    None when the log's model calls cannot be matched one to one with the turns (retried or failed calls, another solver)."""
+    turns = [m for m in sample.messages if isinstance(m, ChatMessageAssistant)]
+    models = [e for e in sample.events if isinstance(e, ModelEvent) and e.error is None and e.output is not None and e.output.choices]
+    if len(models) != len(turns):
+        return None
+    turn_of_call = {c.id: i for i, m in enumerate(turns) for c in (m.tool_calls or [])}
+    seconds = [_seconds(e) for e in models]
+    tokens = [None if e.output.usage is None else int(e.output.usage.total_tokens) for e in models]
+    for e in sample.events:
+        if isinstance(e, ToolEvent) and e.id in turn_of_call:
+            i, took = turn_of_call[e.id], _seconds(e)
+            current = seconds[i]
+            seconds[i] = None if took is None or current is None else current + took
+    return list(zip(seconds, tokens, strict=True))
+
+
+def virtual_stop(batch: int, batches: int, costs: list[tuple[float | None, int | None]] | None = None) -> dict[str, Any]:
+    """A stop in agent turn ``batch`` of ``batches`` (the keys of a ToolSandbox replay's virtual stop); with the turns'
+    ``costs``, the seconds and tokens of the turns after the stop (None where any of them is unknown)."""
     b_full = max(batches, 1)
     b_stop = min(max(batch, 1), b_full)
+    later = (costs or [])[b_stop:] if costs is not None and len(costs) == batches else None
+    seconds = [c[0] for c in later] if later is not None else None
+    tokens = [c[1] for c in later] if later is not None else None
     return {"b_stop": b_stop, "b_full": b_full, "saved_batches": b_full - b_stop, "stop_progress": round(b_stop / b_full, 6),
-            "saved_progress": round(1 - b_stop / b_full, 6), "seconds_saved": None, "tokens_saved": None}
+            "saved_progress": round(1 - b_stop / b_full, 6),
+            "seconds_saved": None if seconds is None or None in seconds else round(sum(s for s in seconds if s is not None), 4),
+            "tokens_saved": None if tokens is None or None in tokens else sum(t for t in tokens if t is not None)}
 
 
 def sample_name(sample: EvalSample) -> str:
@@ -118,7 +149,7 @@ def replay_sample(sample: EvalSample, *, log: Path, task: str, out: Path, bluepr
         "run": str(log), "scenario": name, "source": "inspect", "categories": [], "outcome": report.outcome, "score": report.score,
         "native_similarity": _native(sample), "halted": report.halted,
         "stop": None if stop is None else {"reason": stop.reason, "k": stop.k, "t": stop.t, "anchor": stop.anchor, "dimension": stop.dimension},
-        "virtual_stop": None if stop_batch is None else virtual_stop(stop_batch, batches),
+        "virtual_stop": None if stop_batch is None else virtual_stop(stop_batch, batches, turn_costs(sample)),
         "batches": batches,
         "first_error": None if report.first_error is None else {"k": report.first_error.k, "t": report.first_error.t},
         "recorded_live_stop": live if isinstance(live, dict) else None,

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
+from inspect_ai.model import ModelUsage, get_model
 
 from dynsteer_hook.cli import main
 from dynsteer_hook.inspect import STOP_KEY, DynSteer
@@ -65,6 +67,28 @@ def test_a_native_log_gets_virtual_stops_on_its_agent_turns(tmp_path: Path) -> N
     assert got["clean_1"]["virtual_stop"] is None and got["clean_1"]["native_similarity"] == 1.0
     assert summary["stops_by_reason"]["repeated_failure"]["halted_runs"] == 1
     assert json.loads((tmp_path / "out" / log.stem / "replay_summary.json").read_text())["replayed"] == 3
+
+
+def test_a_virtual_stop_says_the_seconds_and_tokens_of_the_turns_it_saves(tmp_path: Path) -> None:
+    """Each agent turn of the native loop costs 100 + its number tokens: the virtual stop saves exactly the tokens of the
+    turns after it, and the seconds those turns' model and tool calls took (known, so not None)."""
+    def priced(messages: list[Any], *args: Any) -> Any:
+        output = ex.scripted_output(messages, *args)
+        turn = sum(m.role == "assistant" for m in messages)
+        output.usage = ModelUsage(input_tokens=100, output_tokens=turn, total_tokens=100 + turn)
+        return output
+
+    logs = tmp_path / "native"
+    [log] = inspect_eval(ex.address_book(None, ("loop",)), model=get_model("mockllm/model", custom_outputs=priced), display="none",
+                         log_level="error", log_dir=str(logs))
+    assert log.status == "success"
+    (tmp_path / "bp").mkdir()
+    (tmp_path / "bp" / "loop.json").write_text(ex.blueprint().to_json())
+    [path] = logs.glob("*.eval")
+    got = replay(path, "--blueprints", tmp_path / "bp", out=tmp_path / "out")
+    v = got["loop_1"]["virtual_stop"]
+    assert v["b_full"] == 13 and v["tokens_saved"] == sum(100 + turn for turn in range(v["b_stop"], 13))
+    assert v["seconds_saved"] is not None and v["seconds_saved"] >= 0
 
 
 def test_a_native_log_without_blueprints_skips_its_samples_with_the_reason(tmp_path: Path) -> None:
