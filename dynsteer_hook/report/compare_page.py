@@ -108,10 +108,10 @@ def markdown_rows(rows: Sequence[Mapping[str, Any]], agents: Sequence[str]) -> l
 
 def render_compare_page(result: Mapping[str, Any]) -> str:
     """``index.html`` of a comparison: the agents' means, then the per-scenario table with a link per trajectory."""
-    from dynsteer_hook.report.run_page import templates
+    from dynsteer_hook.report.templating import environment
 
     agents = list(result["agents"])
-    return str(templates().get_template("compare_page.html.j2").render(
+    return str(environment(keep_trailing_newline=True).get_template("compare_page.html.j2").render(
         result=result, agents=agents, rows=result.get("per_scenario", []), score=_score, index_href=replay_index_href,
         disagreeing=sum(1 for r in result.get("per_scenario", []) if r["disagree"]),
     ))

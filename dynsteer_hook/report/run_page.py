@@ -28,6 +28,7 @@ from urllib.parse import quote, unquote
 
 from dynsteer_hook.files.outputs import write_text_atomic
 from dynsteer_hook.report.html import REPORT_HTML
+from dynsteer_hook.report.templating import environment
 
 INDEX_HTML = "index.html"
 """The run page's file name, at the top of the output folder."""
@@ -186,15 +187,6 @@ def embed_json(data: Any) -> str:
 
 
 @functools.cache
-def templates() -> Any:
-    import jinja2
-
-    return jinja2.Environment(loader=jinja2.PackageLoader("dynsteer_hook.report", "templates"), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                              auto_reload=False)  # package data: never changes while the process runs
-
-
-@functools.cache
 def _script() -> tuple[str, str]:
     """The page's script and its CSP hash (the only script the page may run)."""
     text = resources.files("dynsteer_hook.report").joinpath("templates").joinpath("run_page.js").read_text(encoding="utf-8")
@@ -206,7 +198,7 @@ def render_run_page(title: str, rows: Sequence[Mapping[str, Any]], *, kind: str 
     from markupsafe import Markup
 
     script, digest = _script()
-    return str(templates().get_template("run_page.html.j2").render(
+    return str(environment(keep_trailing_newline=True).get_template("run_page.html.j2").render(
         title=title, kind=kind, totals=totals(rows), links=list(links), digest=digest,
         data=Markup(embed_json({"rows": list(rows)})), script=Markup(script),
     ))

@@ -14,9 +14,8 @@ says so to the browser), so it opens from disk anywhere.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from dynsteer_hook.files.outputs import write_text_atomic
 from dynsteer_hook.model.blueprint import Blueprint
@@ -24,22 +23,10 @@ from dynsteer_hook.model.config import DIMENSIONS
 from dynsteer_hook.model.records import Report
 from dynsteer_hook.report.layout import graph, timeline
 from dynsteer_hook.report.story import headline, similarity_line
-
-if TYPE_CHECKING:
-    import jinja2
+from dynsteer_hook.report.templating import environment
 
 REPORT_HTML = "dynsteer_report.html"
 """The scenario page's file name, beside ``dynsteer_report.json`` and ``.md``."""
-
-
-@lru_cache(maxsize=1)
-def environment() -> jinja2.Environment:
-    """The report templates (package data under ``report/templates``), every value autoescaped."""
-    import jinja2
-
-    return jinja2.Environment(loader=jinja2.PackageLoader("dynsteer_hook.report", "templates"), autoescape=True,
-                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
-                              auto_reload=False)  # package data: never changes while the process runs
 
 
 def render_run(report: Report, blueprint: Blueprint) -> str:

@@ -1,0 +1,75 @@
+"""The Jinja2 environments of the report pages: the package's templates, every value autoescaped, compiled once per machine.
+
+Compiling the templates costs a process about a quarter of a second (more than rendering a page),
+so their compiled form is kept, as Python keeps ``__pycache__``, in the user's cache folder
+(``$XDG_CACHE_HOME/dynsteer-hook/templates``, else ``~/.cache/...``). Jinja2 checks each entry
+against the template's source and recompiles a stale or broken one. The folder is used only when
+it belongs to the user and nobody else may write to it; a folder that cannot be made or written
+only means compiling again, never a failed page.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import stat
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import jinja2
+
+CACHE_VARIABLE = "XDG_CACHE_HOME"
+
+
+def cache_folder() -> Path:
+    """Where the compiled templates are kept."""
+    base = os.environ.get(CACHE_VARIABLE) or str(Path.home() / ".cache")
+    return Path(base) / "dynsteer-hook" / "templates"
+
+
+def _private(folder: Path) -> bool:
+    """Whether ``folder`` exists (made if missing), is a real folder of this user, and only this user may write to it."""
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = folder.lstat()
+    except (OSError, RuntimeError):
+        return False
+    owner = getattr(os, "getuid", lambda: info.st_uid)()
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == owner and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    import jinja2
+
+    class QuietCache(jinja2.FileSystemBytecodeCache):
+        """Jinja2's file cache, whose faults (a full disk, a read-only or vanished folder, a torn entry) are only misses."""
+
+        def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            try:
+                super().load_bytecode(bucket)
+            except Exception:  # a broken entry is a miss: the template is compiled again
+                bucket.reset()
+
+        def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+            with contextlib.suppress(OSError):  # not kept: the next process compiles the template again
+                super().dump_bytecode(bucket)
+
+    try:
+        folder = cache_folder()
+    except (RuntimeError, KeyError):  # no home folder to be found
+        return None
+    return QuietCache(str(folder)) if _private(folder) else None
+
+
+@functools.cache
+def environment(*, keep_trailing_newline: bool = False) -> jinja2.Environment:
+    """The report templates (package data under ``report/templates``), autoescaped, strict about undefined names."""
+    import jinja2
+
+    options: dict[str, Any] = {"keep_trailing_newline": keep_trailing_newline}
+    return jinja2.Environment(loader=jinja2.PackageLoader("dynsteer_hook.report", "templates"), autoescape=True,
+                              undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+                              auto_reload=False,  # package data: never changes while the process runs
+                              bytecode_cache=_bytecode_cache(), **options)
