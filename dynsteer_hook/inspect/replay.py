@@ -13,6 +13,7 @@ that cannot be replayed are skipped with their reason; the rest go on.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -57,9 +58,19 @@ def find_logs(paths: Iterable[Path]) -> list[Path]:
 
 
 def _seconds(event: ModelEvent | ToolEvent) -> float | None:
+    """What the event took by the log (None when it does not say, or says something no clock gives: NaN, negative)."""
     if event.working_time is not None:
-        return float(event.working_time)
-    return None if event.completed is None else (event.completed - event.timestamp).total_seconds()
+        took = float(event.working_time)
+    elif event.completed is not None:
+        took = (event.completed - event.timestamp).total_seconds()
+    else:
+        return None
+    return took if math.isfinite(took) and took >= 0 else None
+
+
+def _tokens(event: ModelEvent) -> int | None:
+    usage = event.output.usage
+    return usage.total_tokens if usage is not None and isinstance(usage.total_tokens, int) and usage.total_tokens >= 0 else None
 
 
 def turn_costs(sample: EvalSample) -> list[tuple[float | None, int | None]] | None:
@@ -71,7 +82,7 @@ def turn_costs(sample: EvalSample) -> list[tuple[float | None, int | None]] | No
         return None
     turn_of_call = {c.id: i for i, m in enumerate(turns) for c in (m.tool_calls or [])}
     seconds = [_seconds(e) for e in models]
-    tokens = [None if e.output.usage is None else int(e.output.usage.total_tokens) for e in models]
+    tokens = [_tokens(e) for e in models]
     for e in sample.events:
         if isinstance(e, ToolEvent) and e.id in turn_of_call:
             i, took = turn_of_call[e.id], _seconds(e)

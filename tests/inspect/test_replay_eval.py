@@ -8,11 +8,14 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval as inspect_eval
+from inspect_ai.event import ModelEvent
+from inspect_ai.log import read_eval_log_samples
 from inspect_ai.model import ModelUsage, get_model
 
 from dynsteer_hook.cli import main
 from dynsteer_hook.inspect import STOP_KEY, DynSteer
 from dynsteer_hook.inspect import example as ex
+from dynsteer_hook.inspect.replay import turn_costs, virtual_stop
 
 
 def record(tmp_path: Path, steer: DynSteer | None, names: tuple[str, ...] = ("clean", "fatal", "loop")) -> Path:
@@ -89,6 +92,14 @@ def test_a_virtual_stop_says_the_seconds_and_tokens_of_the_turns_it_saves(tmp_pa
     v = got["loop_1"]["virtual_stop"]
     assert v["b_full"] == 13 and v["tokens_saved"] == sum(100 + turn for turn in range(v["b_stop"], 13))
     assert v["seconds_saved"] is not None and v["seconds_saved"] >= 0
+    # A log is input like any other: a time no clock gives and a negative count make those figures unknown, never NaN.
+    [sample] = read_eval_log_samples(str(path))
+    models = [e for e in sample.events if isinstance(e, ModelEvent)]
+    models[-1].working_time = float("nan")
+    models[-2].output.usage.total_tokens = -5  # type: ignore[union-attr]
+    hostile = virtual_stop(v["b_stop"], 13, turn_costs(sample))
+    assert hostile["seconds_saved"] is None and hostile["tokens_saved"] is None
+    assert json.loads(json.dumps(hostile, allow_nan=False)) == hostile
 
 
 def test_a_native_log_without_blueprints_skips_its_samples_with_the_reason(tmp_path: Path) -> None:
