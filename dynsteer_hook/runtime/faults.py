@@ -225,7 +225,7 @@ class CallRules:
         limit: How many off-task suspicions are kept open at once.
     """
 
-    __slots__ = ("_done", "_ledger", "_limit", "_subjects", "_unused", "_version")
+    __slots__ = ("_called_at", "_concluded", "_done", "_ledger", "_limit", "_subjects", "_unused", "_version")
 
     def __init__(self, ledger: FaultLedger, milestone_tools: Collection[str] = (), limit: int = 200) -> None:
         self._ledger = ledger
@@ -234,6 +234,8 @@ class CallRules:
         self._version = 0  # database changes seen so far: a read repeated with the world unchanged is redundant
         self._done: dict[bytes, int] = {}  # successful call -> state version when it last ran
         self._unused: dict[int, tuple[Fault, set[str]]] = {}  # off-task suspicions by k, with the values their call made
+        self._called_at = 0  # the last action that made calls
+        self._concluded = False  # whether the agent's last action was a message alone that asked the user nothing
 
     @property
     def version(self) -> int:
@@ -247,6 +249,7 @@ class CallRules:
         and ``finish`` decides.
         """
         fault: Fault | None = None
+        self._called_at, self._concluded = t, False
         if c.structural:
             issue = c.issues[0].message if c.issues else (c.exception or "malformed call").splitlines()[-1]
             fault = Fault(c.k_call, t, c.tool, "tool_compliance", "malformed", f"{c.tool} was malformed: {issue[:200]}", c.settled)
@@ -285,18 +288,27 @@ class CallRules:
         if changed:
             self._version += 1
 
-    def message(self, text: str) -> None:
-        """A message of the agent: results it mentions were used."""
+    def message(self, text: str, t: int) -> None:
+        """A message of the agent in action ``t``: results it mentions were used; a message alone in its action that asks the
+        user nothing concludes the agent's work, until its next action."""
+        self._concluded = t != self._called_at and not asks_user(text)
         if self._unused:
             self._results_used(_in_message(text))
 
-    def finish(self, completed: bool) -> None:
-        """Turn the off-task suspicions into faults, for a run that settled every milestone without a stop.
+    def finish(self, completed: bool, ended: bool = False, last_settled: int = 0) -> None:
+        """Turn the off-task suspicions into faults once nothing can use their results any more.
 
-        Only a run that finished its work tells a helper whose result was never used from one cut short.
+        Only a run that was not cut short tells a helper whose result was never used from one not used yet.
+        A run that settled every milestone without a stop decides every suspicion. So does a run the agent
+        itself ended without settling every milestone (``ended``: no stop, crash or interruption, and the
+        agent's last action a message asking the user nothing), for the readings it went on to settle a
+        milestone after (before action ``last_settled``): work done without their results shows they served
+        none of it (the blueprint may name a step the task does not need), while a reading followed only by
+        failed attempts or by giving up may have been meant for the work left undone.
         """
-        if completed:
-            for fault, _ in self._unused.values():
+        concluded = ended and self._concluded
+        for fault, _ in self._unused.values():
+            if completed or (concluded and fault.t < last_settled):
                 self._ledger.add(fault)
 
     def _status_check(self, c: CallFacts) -> bool:

@@ -15,6 +15,7 @@ from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.events import StateChange
 from dynsteer_hook.model.records import Report
 from dynsteer_hook.report.markdown import render_markdown
+from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.runtime.faults import asks_user
 
 CHAIN = family("chain").blueprint()
@@ -165,6 +166,39 @@ def test_an_unused_helper_is_not_blamed_in_a_run_cut_short() -> None:
     r = run(WITH_READ, events)
     fe = r.report.first_error
     assert r.report.halted and fe is not None and (fe.t, fe.cause) == (2, "tool_error")
+
+
+# A blueprint naming a step the task does not need (c): a run that does the task leaves it unsettled.
+WITH_EXTRA = blueprint(["a", "b", "c"], [("a", "b")], extra_tools=[tool("op_read", x="string"), tool("op_other", x="string")])
+WRONG_THEN_MALFORMED = [UserMessage("go"), *act("w", "op_other", {"x": "home"}, value=0.0),
+                        *act("m", "op_a", {"x": 5}, exception="TypeError: x must be a string"), *settle_events(["a", "b"])[1:]]
+
+
+def test_an_unused_reading_is_blamed_in_a_run_the_agent_ended_without_settling_every_milestone() -> None:
+    """A wrong read, a malformed call, then the work done and the agent's closing message: the blueprint's extra step
+    leaves the run incomplete, yet nothing can use the read's result any more, so the read is the first error."""
+    r = run(WITH_EXTRA, [*WRONG_THEN_MALFORMED, AgentMessage("Done: the message is sent.")])
+    assert r.report.outcome == "incomplete" and not r.report.halted
+    assert _faults(r) == [(2, 1, "off_task"), (4, 2, "malformed")]
+    fe = r.report.first_error
+    assert fe is not None and (fe.k, fe.t, fe.cause, fe.recovered) == (2, 1, "off_task", True)
+
+
+def test_an_unused_reading_stays_undecided_where_the_agent_did_not_end_its_work() -> None:
+    """Not decided when the run ends on a call (cut short, say by a message limit), on a question to the user, after a
+    stop, a crash or an interruption, nor for a reading the agent followed only by giving up: its result may have been
+    meant for the work left undone."""
+    ended = [*WRONG_THEN_MALFORMED, AgentMessage("Done: the message is sent.")]
+    for events in (WRONG_THEN_MALFORMED, [*WRONG_THEN_MALFORMED, AgentMessage("Which contact do you mean?")],
+                   [*WRONG_THEN_MALFORMED, AgentMessage("Done."), *act("x", "op_read", {"x": "q"}, value="zz-1234")]):
+        assert _faults(run(WITH_EXTRA, events))[:1] == [(4, 2, "malformed")]
+    for how in ({"crash": "the agent raised"}, {"interrupted": True}):
+        ev = Evaluator(WITH_EXTRA)
+        for e in ended:
+            ev.observe(e)
+        assert [f.cause for f in ev.finish(**how).faults] == ["malformed"]
+    gave_up = [UserMessage("go"), *act("w", "op_other", {"x": "home"}, value=0.0), AgentMessage("I cannot do this, sorry.")]
+    assert run(WITH_EXTRA, gave_up).report.faults == []
 
 
 def test_a_clean_run_has_no_fault() -> None:
