@@ -160,6 +160,35 @@ def test_reading_the_state_a_milestone_writes_is_a_check_but_an_unrelated_status
     assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task")]
 
 
+SWITCHED_ON = [StateChange(namespace="SETTING", updated=(({"wifi": False}, {"wifi": True}),))]
+WIFI_OFF = blueprint(["a"], milestones=[milestone("a", x="a")], extra_tools=[
+    tool("get_wifi_status"), tool("set_wifi_status", on="boolean"), tool("get_cellular_status"),
+    tool("setting_4"), tool("setting_7", on="boolean")])  # the two wifi tools under scrambled names
+
+
+def test_a_status_read_whose_state_a_write_after_a_later_user_turn_changes_is_a_check() -> None:
+    """A multi-turn run: the agent reads a status no milestone writes, asks the user, and only after the user's answer
+    switches it on and does the task. The write acted on the reading, so the run has no fault, as when the write comes
+    at once; a failed or parallel write, or one of another state, does not use the reading."""
+    def events(read: list[Any], write: list[Any]) -> list[Any]:
+        return [UserMessage("Send a message"), *read, AgentMessage("Wi-Fi is off. May I switch it on?"),
+                UserMessage("Yes, please, and the message says hi."), *write, *act("1", "op_a", {"x": "a"}), AgentMessage("Done.")]
+
+    wifi, on = act("s", "get_wifi_status", {}, value=False), act("w", "set_wifi_status", {"on": True}, value=None, changes=SWITCHED_ON)
+    r = run(WIFI_OFF, events(wifi, on))
+    assert r.report.outcome == "completed" and r.report.faults == [] and r.report.first_error is None
+    assert run(WIFI_OFF, [UserMessage("go"), *wifi, *on, *act("1", "op_a", {"x": "a"})]).report.faults == []
+    scrambled = [call("s", "setting_4", {}, canonical_tool="get_wifi_status"), result("s", False)]
+    scrambled_on = [call("w", "setting_7", {"on": True}, canonical_tool="set_wifi_status"), result("w", None, changes=SWITCHED_ON)]
+    assert run(WIFI_OFF, events(scrambled, scrambled_on)).report.faults == []
+    failed = act("w", "set_wifi_status", {"on": True}, exception="ValueError: no permission")
+    parallel = [call("s", "get_wifi_status", {}), call("w", "set_wifi_status", {"on": True}), result("s", False),
+                result("w", None, changes=SWITCHED_ON)]
+    cellular = act("s", "get_cellular_status", {}, value=True)
+    for read, write in ((wifi, failed), (parallel, []), (cellular, on)):
+        assert [(f.tool, f.cause) for f in run(WIFI_OFF, events(read, write)).report.faults][:1] == [(read[0].tool, "off_task")]
+
+
 def test_an_unused_helper_is_not_blamed_in_a_run_cut_short() -> None:
     """Whether a result would have been used is unknown when the run stopped first: the later loop is the first error."""
     events = [UserMessage("go"), *act("h", "op_read", {"x": "now"}, value=1733000000), *_failing(3)]
