@@ -147,7 +147,7 @@ def _subject(tool: str) -> str:
 def _subjects(c: CallFacts) -> set[str]:
     """What a call reads or writes, under the name the agent called and the tool's own name (they differ where names
     are scrambled)."""
-    return {s for name in (c.tool, c.canonical_tool) if name and (s := _subject(name))}
+    return {s for name in (c.tool, c.canonical_tool) if name and (s := _subject(name[:200]))}
 
 
 def _leaves(value: Any, out: set[str], limit: int = 200) -> set[str]:
