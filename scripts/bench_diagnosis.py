@@ -61,66 +61,52 @@ def _report(out: Path, name: str) -> dict[str, Any]:
     return json.loads((out / "trajectories" / name / "dynsteer_report.json").read_text())
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bases", type=int, default=60, help="offline base scenarios (default 60)")
-    parser.add_argument("--offset", type=int, default=0, help="start the evenly spaced choice this many bases later (another sample)")
-    parser.add_argument("--suffix", default="", help="play each base's augmented scenario named BASE+SUFFIX instead "
-                        "(e.g. _3_distraction_tools, _10_distraction_tools_tool_name_scrambled); bases without one are left out")
-    parser.add_argument("--json", action="store_true")
-    args = parser.parse_args()
-    configure_logging(False)
-    scenarios = load_scenarios(None)
-    bases = sorted(n for n, s in scenarios.items()
-                   if ScenarioCategories.NO_DISTRACTION_TOOLS in s.categories and not needs_network(s))
-    chosen = bases[args.offset :: max(1, len(bases) // args.bases)][: args.bases]
-    if args.suffix:
-        chosen = [n + args.suffix for n in chosen if n + args.suffix in scenarios]
-    rows: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        for i, name in enumerate(chosen):
-            sc = scenarios[name]
-            row: dict[str, Any] = {"scenario": name, "runs": {}}
-            made, result = play_fresh(partial(clean_solver, name, sc), sc, root / name / "clean", LIVE)
-            if not isinstance(made, KnownScript) or result is None or not scores_one(result):
-                row["skipped"] = "no clean solver ToolSandbox scores 1.0 while dynsteer watches"
-                rows.append(row)
-                continue
-            row["runs"]["clean"] = {"score": result["dynsteer"]["score"], "similarity": result["similarity"],
-                                    "halted": result["dynsteer"]["halted"], "first_error": result["dynsteer"]["first_error"]}
-            for kind in KINDS:
-                out = root / name / kind
-                made, result = play_fresh(partial(_variant, kind, name, sc), sc, out, LIVE)
-                if not isinstance(made, Variant) or result is None:
-                    continue
-                report = _report(out, name)
-                try:
-                    truth = call_clock(out / "trajectories" / name / "dynsteer_events.jsonl", made.fault.step, made.fault.call)
-                    expected: tuple[int, int] | None = (truth.k, truth.t)
-                except CallNotPlayedError:
-                    expected = None
-                fe = report["first_error"]
-                row["runs"][kind] = {
-                    "score": report["score"], "similarity": result["similarity"], "halted": report["halted"],
-                    "stop": report["stop"]["reason"] if report["stop"] else None,
-                    "first_error": None if fe is None else (fe["k"], fe["t"]), "expected": expected,
-                    "match": fe is not None and expected is not None and (fe["k"], fe["t"]) == expected,
-                }
-            for kind in TURN_KINDS:
-                made, result = play_fresh(partial(fresh_turn_variant, kind, name, sc), sc, root / name / kind, LIVE)
-                if isinstance(made, TurnVariant) and result is not None and scores_one(result):
-                    block = result["dynsteer"]
-                    row["runs"][kind] = {"score": block["score"], "similarity": result["similarity"], "halted": block["halted"],
-                                         "first_error": block["first_error"]}
-            rows.append(row)
-            if not args.json:
-                print(f"[{i + 1}/{len(chosen)}] {name}: " + ", ".join(
-                    f"{k} {v['score']:.2f}{' H' if v['halted'] else ''}{' ok' if v.get('match') else ''}"
-                    f"{' FE' if 'match' not in v and v['first_error'] else ''}" for k, v in row["runs"].items()),
-                    flush=True)
+def _fault_run(kind: str, name: str, sc: Any, out: Path) -> dict[str, Any] | None:
+    """Play one fault variant; its run (with whether the first error is the injected fault), or None without one."""
+    made, result = play_fresh(partial(_variant, kind, name, sc), sc, out, LIVE)
+    if not isinstance(made, Variant) or result is None:
+        return None
+    report = _report(out, name)
+    try:
+        truth = call_clock(out / "trajectories" / name / "dynsteer_events.jsonl", made.fault.step, made.fault.call)
+        expected: tuple[int, int] | None = (truth.k, truth.t)
+    except CallNotPlayedError:
+        expected = None
+    fe = report["first_error"]
+    return {
+        "score": report["score"], "similarity": result["similarity"], "halted": report["halted"],
+        "stop": report["stop"]["reason"] if report["stop"] else None,
+        "first_error": None if fe is None else (fe["k"], fe["t"]), "expected": expected,
+        "match": fe is not None and expected is not None and (fe["k"], fe["t"]) == expected,
+    }
+
+
+def _play_base(name: str, sc: Any, root: Path) -> dict[str, Any]:
+    """The clean solver, each fault variant and each clean turn variant of one scenario, played live."""
+    row: dict[str, Any] = {"scenario": name, "runs": {}}
+    made, result = play_fresh(partial(clean_solver, name, sc), sc, root / name / "clean", LIVE)
+    if not isinstance(made, KnownScript) or result is None or not scores_one(result):
+        row["skipped"] = "no clean solver ToolSandbox scores 1.0 while dynsteer watches"
+        return row
+    row["runs"]["clean"] = {"score": result["dynsteer"]["score"], "similarity": result["similarity"],
+                            "halted": result["dynsteer"]["halted"], "first_error": result["dynsteer"]["first_error"]}
+    for kind in KINDS:
+        run = _fault_run(kind, name, sc, root / name / kind)
+        if run is not None:
+            row["runs"][kind] = run
+    for kind in TURN_KINDS:
+        made, result = play_fresh(partial(fresh_turn_variant, kind, name, sc), sc, root / name / kind, LIVE)
+        if isinstance(made, TurnVariant) and result is not None and scores_one(result):
+            block = result["dynsteer"]
+            row["runs"][kind] = {"score": block["score"], "similarity": result["similarity"], "halted": block["halted"],
+                                 "first_error": block["first_error"]}
+    return row
+
+
+def _summary(rows: list[dict[str, Any]], bases: int) -> dict[str, Any]:
+    """The figures over every played scenario."""
     done = [r for r in rows if "skipped" not in r]
-    out: dict[str, Any] = {"bases": len(chosen), "with_clean_solver": len(done)}
+    out: dict[str, Any] = {"bases": bases, "with_clean_solver": len(done)}
     out["first_error_match"] = {}
     for kind in KINDS:
         runs = [r["runs"][kind] for r in done if kind in r["runs"]]
@@ -144,6 +130,35 @@ def main() -> int:
         means = {k: sum(v.values()) / len(v) for k, v in scores.items() if v}
         ds = discriminability(means, tests)
         out[f"ds_{evaluator}"] = {"ds": round(ds.ds, 4), "significant_pairs": f"{ds.significant}/{ds.pairs}", "means": {k: round(v, 4) for k, v in means.items()}}
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bases", type=int, default=60, help="offline base scenarios (default 60)")
+    parser.add_argument("--offset", type=int, default=0, help="start the evenly spaced choice this many bases later (another sample)")
+    parser.add_argument("--suffix", default="", help="play each base's augmented scenario named BASE+SUFFIX instead "
+                        "(e.g. _3_distraction_tools, _10_distraction_tools_tool_name_scrambled); bases without one are left out")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    configure_logging(False)
+    scenarios = load_scenarios(None)
+    bases = sorted(n for n, s in scenarios.items()
+                   if ScenarioCategories.NO_DISTRACTION_TOOLS in s.categories and not needs_network(s))
+    chosen = bases[args.offset :: max(1, len(bases) // args.bases)][: args.bases]
+    if args.suffix:
+        chosen = [n + args.suffix for n in chosen if n + args.suffix in scenarios]
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, name in enumerate(chosen):
+            row = _play_base(name, scenarios[name], Path(tmp))
+            rows.append(row)
+            if not args.json and "skipped" not in row:
+                print(f"[{i + 1}/{len(chosen)}] {name}: " + ", ".join(
+                    f"{k} {v['score']:.2f}{' H' if v['halted'] else ''}{' ok' if v.get('match') else ''}"
+                    f"{' FE' if 'match' not in v and v['first_error'] else ''}" for k, v in row["runs"].items()),
+                    flush=True)
+    out = _summary(rows, len(chosen))
     if args.json:
         print(json.dumps({**out, "per_scenario": rows}, indent=2, default=str))
         return 0
