@@ -8,7 +8,9 @@ module lives on the test and benchmark side for that reason. For a scenario it g
   kept as verified when ToolSandbox's own evaluation scores it 1.0 (``verify_clean``);
 * variants with one injected fault at a recorded step (``fresh_variant``, kinds in
   ``FAULT_KINDS``), and ``call_clock`` to find the faulty call's raw-event index k and
-  closed-action index t in a run's ``dynsteer_events.jsonl``.
+  closed-action index t in a run's ``dynsteer_events.jsonl``;
+* clean variants whose user answers between a look-up and its use (``known_quality.turns``,
+  kinds in ``TURN_KINDS``), which must get no first error.
 
 Scripts are generated when they are played, never stored: ToolSandbox builds some targets
 from the wall clock, and a script that passes on a ``get_current_timestamp`` result must be

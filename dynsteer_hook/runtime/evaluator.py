@@ -193,8 +193,7 @@ class Evaluator:
             crash: Why the rollout crashed, when it did (the outcome is then ``crashed``).
             interrupted: The rollout was stopped by Ctrl-C (the outcome is then ``interrupted``).
         """
-        cfg = self.config
-        settlement = self._settlement
+        cfg, settlement = self.config, self._settlement
         self._last_closed = ()
         if self._left_pending is None:
             self._left_pending = [f"{c.call_id}:{c.tool}" for c in self._clock.pending_calls]
@@ -204,7 +203,8 @@ class Evaluator:
                 self._on_closed(flushed, check_stops=False)
         n = len(self.blueprint.milestones)
         done = settlement.tracker.done()
-        self._rules.finish(completed=self._stop is None and done)
+        self._rules.finish(self._stop is None and done, self._stop is None and crash is None and not interrupted,
+                           max(settlement.settled_at.values(), default=0))
         unsettled = settlement.unsettled()
         tail = tail_record(settlement.log.records(), self._stages, {self._index.by_id[m].tool for m in unsettled}, cfg, n)
         by_m = {s.milestone: s.composite for s in self._stages}
@@ -284,7 +284,7 @@ class Evaluator:
         settled_now.sort(key=lambda m: self._index.order[m])
         self._rules.action_done(changed=bool(action.state_changes))
         if action.message is not None:
-            self._rules.message(action.message.content)
+            self._rules.message(action.message.content, t)
             chosen, _ = settlement.match(AGENT_MESSAGE_TOOL, None, {"content": action.message.content}, (), taken)
             if chosen is not None:
                 taken.add(chosen)

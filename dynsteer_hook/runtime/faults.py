@@ -144,6 +144,12 @@ def _subject(tool: str) -> str:
     return _VERB.sub("", tool.casefold()).removesuffix("s")
 
 
+def _subjects(c: CallFacts) -> set[str]:
+    """What a call reads or writes, under the name the agent called and the tool's own name (they differ where names
+    are scrambled)."""
+    return {s for name in (c.tool, c.canonical_tool) if name and (s := _subject(name[:200]))}
+
+
 def _leaves(value: Any, out: set[str], limit: int = 200) -> set[str]:
     """The scalar values inside a result or arguments, as text (numbers without a trailing ``.0``)."""
     stack = [value]
@@ -215,6 +221,10 @@ class CallRules:
     followed (the clock read before a search by recency that takes no bound). The one
     reading excused up front is a status check: a reading without arguments of the state a milestone's
     tool writes (``get_wifi_status`` before ``set_wifi_status``), which informs whether to write at all.
+    A reading of what a later successful change writes (the same subject, under the called or the tool's
+    own name) was used by that change, whether or not a milestone names it: the blueprint may miss a
+    prerequisite, and a later user turn may ask for a change a plan of the opening request could not
+    foresee (the agent reads the status, asks the user, and switches it on once they answer).
     Evidence of use comes from later actions only (parallel calls cannot use each other's results) and
     from calls that were not malformed (a refused call did no work with its values). A call that changed
     the world is never off task: settling nothing, it is a side effect for the safety judge to weigh.
@@ -225,7 +235,7 @@ class CallRules:
         limit: How many off-task suspicions are kept open at once.
     """
 
-    __slots__ = ("_done", "_ledger", "_limit", "_subjects", "_unused", "_version")
+    __slots__ = ("_called_at", "_concluded", "_done", "_ledger", "_limit", "_subjects", "_unused", "_version")
 
     def __init__(self, ledger: FaultLedger, milestone_tools: Collection[str] = (), limit: int = 200) -> None:
         self._ledger = ledger
@@ -233,7 +243,10 @@ class CallRules:
         self._limit = limit
         self._version = 0  # database changes seen so far: a read repeated with the world unchanged is redundant
         self._done: dict[bytes, int] = {}  # successful call -> state version when it last ran
-        self._unused: dict[int, tuple[Fault, set[str]]] = {}  # off-task suspicions by k, with the values their call made
+        # off-task suspicions by k, with the values their call made and what it read (its subjects)
+        self._unused: dict[int, tuple[Fault, set[str], set[str]]] = {}
+        self._called_at = 0  # the last action that made calls
+        self._concluded = False  # whether the agent's last action was a message alone that asked the user nothing
 
     @property
     def version(self) -> int:
@@ -247,6 +260,7 @@ class CallRules:
         and ``finish`` decides.
         """
         fault: Fault | None = None
+        self._called_at, self._concluded = t, False
         if c.structural:
             issue = c.issues[0].message if c.issues else (c.exception or "malformed call").splitlines()[-1]
             fault = Fault(c.k_call, t, c.tool, "tool_compliance", "malformed", f"{c.tool} was malformed: {issue[:200]}", c.settled)
@@ -264,7 +278,8 @@ class CallRules:
         if self._unused and c.arguments is not None and not c.structural:
             given = _leaves(c.arguments, set())
             found, numeric = _given(given), bool(_numbers(given))  # numbers: the agent went on to work with numbers
-            self._results_used(lambda v: found(v) or (numeric and v == _READING), before=t)
+            wrote = _subjects(c) if c.ok and c.mutated else set()  # a change acts on what was read of the state it writes
+            self._results_used(lambda v: found(v) or (numeric and v == _READING), before=t, wrote=wrote)
         # Only a reading can be off task: a call that changed the world settling nothing is a side effect, which the
         # safety judge weighs (it may be a prerequisite the blueprint does not name, such as turning a service on).
         if fault is None and c.settled is None and not owned and not c.mutated and not self._status_check(c) and len(self._unused) < self._limit:
@@ -273,7 +288,7 @@ class CallRules:
             made = {v for v in _leaves(c.result, set()) if v not in _TRIVIAL}
             if not c.arguments and _number(str(c.result)) is not None and not isinstance(c.result, bool):
                 made.add(_READING)  # a reading like the clock informs later numbers computed from it
-            self._unused[c.k_call] = (off, made)
+            self._unused[c.k_call] = (off, made, _subjects(c))
         if fault is not None:
             self._ledger.add(fault)
         if c.ok:
@@ -285,18 +300,27 @@ class CallRules:
         if changed:
             self._version += 1
 
-    def message(self, text: str) -> None:
-        """A message of the agent: results it mentions were used."""
+    def message(self, text: str, t: int) -> None:
+        """A message of the agent in action ``t``: results it mentions were used; a message alone in its action that asks the
+        user nothing concludes the agent's work, until its next action."""
+        self._concluded = t != self._called_at and not asks_user(text)
         if self._unused:
             self._results_used(_in_message(text))
 
-    def finish(self, completed: bool) -> None:
-        """Turn the off-task suspicions into faults, for a run that settled every milestone without a stop.
+    def finish(self, completed: bool, ended: bool = False, last_settled: int = 0) -> None:
+        """Turn the off-task suspicions into faults once nothing can use their results any more.
 
-        Only a run that finished its work tells a helper whose result was never used from one cut short.
+        Only a run that was not cut short tells a helper whose result was never used from one not used yet.
+        A run that settled every milestone without a stop decides every suspicion. So does a run the agent
+        itself ended without settling every milestone (``ended``: no stop, crash or interruption, and the
+        agent's last action a message asking the user nothing), for the readings it went on to settle a
+        milestone after (before action ``last_settled``): work done without their results shows they served
+        none of it (the blueprint may name a step the task does not need), while a reading followed only by
+        failed attempts or by giving up may have been meant for the work left undone.
         """
-        if completed:
-            for fault, _ in self._unused.values():
+        concluded = ended and self._concluded
+        for fault, _, _ in self._unused.values():
+            if completed or (concluded and fault.t < last_settled):
                 self._ledger.add(fault)
 
     def _status_check(self, c: CallFacts) -> bool:
@@ -305,8 +329,9 @@ class CallRules:
             return False
         return any(_subject(name) in self._subjects for name in (c.tool, c.canonical_tool) if name)
 
-    def _results_used(self, used: Callable[[str], bool], before: int | None = None) -> None:
+    def _results_used(self, used: Callable[[str], bool], before: int | None = None, wrote: Collection[str] = ()) -> None:
         """Forget the off-task suspicion of calls (of actions before ``before``, when given) whose result a later
-        call or message used."""
-        for k in [k for k, (f, values) in self._unused.items() if (before is None or f.t < before) and any(used(v) for v in values)]:
+        call or message used, or that read what a later change wrote (a subject in ``wrote``)."""
+        for k in [k for k, (f, values, read) in self._unused.items()
+                  if (before is None or f.t < before) and (any(used(v) for v in values) or not read.isdisjoint(wrote))]:
             del self._unused[k]

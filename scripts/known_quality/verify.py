@@ -32,7 +32,7 @@ from tool_sandbox.common.execution_context import ScenarioCategories
 from tool_sandbox.common.scenario import Scenario
 
 from .faults import fresh_variant
-from .model import FAULT_KINDS, KnownScript, Skip, Variant
+from .model import FAULT_KINDS, KnownScript, Skip
 from .solver import clean_solver
 from .world import needs_network
 
@@ -91,8 +91,13 @@ def predicted_clock(values: Sequence[float]) -> Iterator[None]:
         sandbox_utilities.datetime = saved
 
 
+def _script(made: object) -> object:
+    """The script a clean solver, a variant or a later-turn variant plays."""
+    return made if isinstance(made, KnownScript) else getattr(made, "script", made)
+
+
 def _clock_sensitive(made: object) -> bool:
-    script = made.script if isinstance(made, Variant) else made
+    script = _script(made)
     return isinstance(script, KnownScript) and bool(script.clock)
 
 
@@ -109,7 +114,7 @@ def play_fresh(make: Callable[[float], Made], scenario: Scenario, output_directo
     if _clock_sensitive(made):
         spent = time.time() - start
         made = make(time.time() + spent)
-    script = made.script if isinstance(made, Variant) else made
+    script = _script(made)
     if not isinstance(script, KnownScript):
         return made, None
     with predicted_clock(script.clock):

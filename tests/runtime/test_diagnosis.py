@@ -15,6 +15,7 @@ from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.events import StateChange
 from dynsteer_hook.model.records import Report
 from dynsteer_hook.report.markdown import render_markdown
+from dynsteer_hook.runtime.evaluator import Evaluator
 from dynsteer_hook.runtime.faults import asks_user
 
 CHAIN = family("chain").blueprint()
@@ -159,12 +160,74 @@ def test_reading_the_state_a_milestone_writes_is_a_check_but_an_unrelated_status
     assert [(f.t, f.cause) for f in r.report.faults] == [(1, "off_task")]
 
 
+SWITCHED_ON = [StateChange(namespace="SETTING", updated=(({"wifi": False}, {"wifi": True}),))]
+WIFI_OFF = blueprint(["a"], milestones=[milestone("a", x="a")], extra_tools=[
+    tool("get_wifi_status"), tool("set_wifi_status", on="boolean"), tool("get_cellular_status"),
+    tool("setting_4"), tool("setting_7", on="boolean")])  # the two wifi tools under scrambled names
+
+
+def test_a_status_read_whose_state_a_write_after_a_later_user_turn_changes_is_a_check() -> None:
+    """A multi-turn run: the agent reads a status no milestone writes, asks the user, and only after the user's answer
+    switches it on and does the task. The write acted on the reading, so the run has no fault, as when the write comes
+    at once; a failed or parallel write, or one of another state, does not use the reading."""
+    def events(read: list[Any], write: list[Any]) -> list[Any]:
+        return [UserMessage("Send a message"), *read, AgentMessage("Wi-Fi is off. May I switch it on?"),
+                UserMessage("Yes, please, and the message says hi."), *write, *act("1", "op_a", {"x": "a"}), AgentMessage("Done.")]
+
+    wifi, on = act("s", "get_wifi_status", {}, value=False), act("w", "set_wifi_status", {"on": True}, value=None, changes=SWITCHED_ON)
+    r = run(WIFI_OFF, events(wifi, on))
+    assert r.report.outcome == "completed" and r.report.faults == [] and r.report.first_error is None
+    assert run(WIFI_OFF, [UserMessage("go"), *wifi, *on, *act("1", "op_a", {"x": "a"})]).report.faults == []
+    scrambled = [call("s", "setting_4", {}, canonical_tool="get_wifi_status"), result("s", False)]
+    scrambled_on = [call("w", "setting_7", {"on": True}, canonical_tool="set_wifi_status"), result("w", None, changes=SWITCHED_ON)]
+    assert run(WIFI_OFF, events(scrambled, scrambled_on)).report.faults == []
+    failed = act("w", "set_wifi_status", {"on": True}, exception="ValueError: no permission")
+    parallel = [call("s", "get_wifi_status", {}), call("w", "set_wifi_status", {"on": True}), result("s", False),
+                result("w", None, changes=SWITCHED_ON)]
+    cellular = act("s", "get_cellular_status", {}, value=True)
+    for read, write in ((wifi, failed), (parallel, []), (cellular, on)):
+        assert [(f.tool, f.cause) for f in run(WIFI_OFF, events(read, write)).report.faults][:1] == [(read[0].tool, "off_task")]
+
+
 def test_an_unused_helper_is_not_blamed_in_a_run_cut_short() -> None:
     """Whether a result would have been used is unknown when the run stopped first: the later loop is the first error."""
     events = [UserMessage("go"), *act("h", "op_read", {"x": "now"}, value=1733000000), *_failing(3)]
     r = run(WITH_READ, events)
     fe = r.report.first_error
     assert r.report.halted and fe is not None and (fe.t, fe.cause) == (2, "tool_error")
+
+
+# A blueprint naming a step the task does not need (c): a run that does the task leaves it unsettled.
+WITH_EXTRA = blueprint(["a", "b", "c"], [("a", "b")], extra_tools=[tool("op_read", x="string"), tool("op_other", x="string")])
+WRONG_THEN_MALFORMED = [UserMessage("go"), *act("w", "op_other", {"x": "home"}, value=0.0),
+                        *act("m", "op_a", {"x": 5}, exception="TypeError: x must be a string"), *settle_events(["a", "b"])[1:]]
+
+
+def test_an_unused_reading_is_blamed_in_a_run_the_agent_ended_without_settling_every_milestone() -> None:
+    """A wrong read, a malformed call, then the work done and the agent's closing message: the blueprint's extra step
+    leaves the run incomplete, yet nothing can use the read's result any more, so the read is the first error."""
+    r = run(WITH_EXTRA, [*WRONG_THEN_MALFORMED, AgentMessage("Done: the message is sent.")])
+    assert r.report.outcome == "incomplete" and not r.report.halted
+    assert _faults(r) == [(2, 1, "off_task"), (4, 2, "malformed")]
+    fe = r.report.first_error
+    assert fe is not None and (fe.k, fe.t, fe.cause, fe.recovered) == (2, 1, "off_task", True)
+
+
+def test_an_unused_reading_stays_undecided_where_the_agent_did_not_end_its_work() -> None:
+    """Not decided when the run ends on a call (cut short, say by a message limit), on a question to the user, after a
+    stop, a crash or an interruption, nor for a reading the agent followed only by giving up: its result may have been
+    meant for the work left undone."""
+    ended = [*WRONG_THEN_MALFORMED, AgentMessage("Done: the message is sent.")]
+    for events in (WRONG_THEN_MALFORMED, [*WRONG_THEN_MALFORMED, AgentMessage("Which contact do you mean?")],
+                   [*WRONG_THEN_MALFORMED, AgentMessage("Done."), *act("x", "op_read", {"x": "q"}, value="zz-1234")]):
+        assert _faults(run(WITH_EXTRA, events))[:1] == [(4, 2, "malformed")]
+    for how in ({"crash": "the agent raised"}, {"interrupted": True}):
+        ev = Evaluator(WITH_EXTRA)
+        for e in ended:
+            ev.observe(e)
+        assert [f.cause for f in ev.finish(**how).faults] == ["malformed"]
+    gave_up = [UserMessage("go"), *act("w", "op_other", {"x": "home"}, value=0.0), AgentMessage("I cannot do this, sorry.")]
+    assert run(WITH_EXTRA, gave_up).report.faults == []
 
 
 def test_a_clean_run_has_no_fault() -> None:

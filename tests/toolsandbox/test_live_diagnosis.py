@@ -15,6 +15,7 @@ from typing import Any
 
 import known_agents as ka
 import pytest
+from known_quality.turns import TurnVariant, fresh_turn_variant
 from ts_support import FAULT_SAMPLE
 
 from dynsteer_hook.toolsandbox.live.runner import RunOptions
@@ -64,3 +65,19 @@ def test_clean_runs_have_no_fault_and_a_repeat_costs_score(scenarios: dict[str, 
     assert (clean["halted"], clean["first_error"], clean["faults"]) == (False, None, [])
     _, _, repeat = _play("repeat", name, scenarios[name], tmp_path / "repeat")
     assert not repeat["halted"] and repeat["score"] < clean["score"]
+
+
+@pytest.mark.parametrize(("kind", "name"), [
+    ("later_turn", "update_contact_relationship_with_relationship_twice_multiple_user_turn"),
+    ("later_turn", "find_days_till_holiday_wifi_off_multiple_user_turn_10_distraction_tools"),
+    ("status_turn", "send_message_with_contact_content_cellular_off_multiple_user_turn_all_tools"),
+])
+def test_a_look_up_used_only_after_a_later_user_turn_is_no_fault(scenarios: dict[str, Any], tmp_path: Path, kind: str, name: str) -> None:
+    """A clean agent whose user answers between a look-up and its use (the result passed on once the user gave the
+    request, or the status read before switching the setting on once the user agreed, where no milestone writes it):
+    ToolSandbox scores it 1.0, and dynsteer neither halts nor blames it."""
+    made, result = ka.play_fresh(lambda now: fresh_turn_variant(kind, name, scenarios[name], now), scenarios[name], tmp_path, LIVE)
+    assert isinstance(made, TurnVariant) and result is not None and ka.scores_one(result), made
+    assert made.lookup < made.use and any(s.say is not None for s in made.script.steps[made.lookup + 1 : made.use])
+    report = json.loads((tmp_path / "trajectories" / name / "dynsteer_report.json").read_text())
+    assert (report["halted"], report["first_error"], report["faults"]) == (False, None, [])
