@@ -8,10 +8,12 @@ one sentence on stderr and exit status 2; a halted run is a result, not an error
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import io
 import json
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -21,6 +23,7 @@ from dynsteer_hook.model.errors import DynsteerError, Halt, OutputError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
+    from types import FrameType
 
     from dynsteer_hook.model.events import Event
     from dynsteer_hook.model.records import Report
@@ -273,9 +276,47 @@ def _detach_stdout() -> None:
         pass  # not a real file (a test's capture): nothing will flush it at exit
 
 
+def _ignore_interrupts() -> None:
+    """From here on a Ctrl-C changes nothing: the command has its exit status, and only the exit is left.
+
+    Python raises ``KeyboardInterrupt`` wherever the signal lands; after ``main`` returned (in the console
+    script's ``sys.exit``, or while the interpreter shuts down) nothing could catch it, and the process would
+    end with a traceback, killed by SIGINT, whatever it wrote.
+    """
+    with contextlib.suppress(ValueError):  # not the main thread, which alone receives signals: nothing to guard
+        signal.signal(signal.SIGINT, _noted)
+
+
+def _noted(signum: int, frame: FrameType | None) -> None:
+    """A Ctrl-C that comes after the command's work is over: nothing is left to stop."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``dynsteer`` console script."""
-    words = list(sys.argv[1:] if argv is None else argv)
+    """Entry point of the ``dynsteer`` console script (``argv`` None: the process's own command line).
+
+    Ctrl-C at any point of a command, reading the command line included, ends it with one line on
+    stderr and exit status 130. Called as the process's entry point, a Ctrl-C after the command
+    is over changes nothing (``_ignore_interrupts``).
+    """
+    program = argv is None
+    try:
+        code = _main(sys.argv[1:] if argv is None else argv)
+        if program:
+            _ignore_interrupts()
+        return code
+    except SystemExit:  # argparse's --help, or a bad flag: the command is over as well
+        if program:
+            _ignore_interrupts()
+        raise
+    except KeyboardInterrupt:
+        if program:
+            _ignore_interrupts()
+        print("dynsteer: interrupted; files written so far are kept", file=sys.stderr)
+        return EXIT_INTERRUPTED
+
+
+def _main(argv: Sequence[str]) -> int:
+    words = list(argv)
     args = build_parser(_command_in(words)).parse_args(words)
     if getattr(args, "logs", True):
         configure_logging(args.verbose)
@@ -287,9 +328,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DynsteerError as exc:
         print(f"dynsteer: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    except KeyboardInterrupt:
-        print("dynsteer: interrupted; files written so far are kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
     except _StdoutError as exc:
         sys.stdout = real_stdout
         _detach_stdout()

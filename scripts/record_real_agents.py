@@ -66,10 +66,11 @@ def _free_port() -> int:
 
 def serve(model: Path, chat_format: str | None, n_ctx: int, log: Path, threads: int | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """Start llama.cpp's server on 127.0.0.1 and wait until it answers (``chat_format`` None: the model's own template;
-    ``threads`` None: one per CPU)."""
+    ``threads`` None: one per CPU, for the prompt as for the answer)."""
     port = _free_port()
+    n = str(threads or os.cpu_count() or 1)
     cmd = [sys.executable, "-m", "dynsteer_hook.llm.llama_server", "--model", str(model), "--host", "127.0.0.1", "--port", str(port),
-           "--n_ctx", str(n_ctx), "--n_threads", str(threads or os.cpu_count() or 1), "--model_alias", "local"]
+           "--n_ctx", str(n_ctx), "--n_threads", n, "--n_threads_batch", n, "--model_alias", "local"]
     if chat_format is not None:
         cmd += ["--chat_format", chat_format]
     with log.open("wb") as f:

@@ -24,13 +24,14 @@ from typing import Any
 
 import pytest
 from builders import call, family, result, settle_events
+from fake_llm import FakeLLMServer, Reply
 from test_hostile_files import snapshot
 
 from dynsteer_hook.cli import main
 from dynsteer_hook.files.blueprints import save_blueprint
 from dynsteer_hook.files.events import EventLog
 from dynsteer_hook.files.outputs import JsonlSink, StagedFiles, write_json_atomic, write_text_atomic
-from dynsteer_hook.model.events import event_to_record
+from dynsteer_hook.model.events import ToolCall, ToolResult, UserMessage, event_to_record
 from dynsteer_hook.model.records import IncompleteLog, ListSink, with_files
 from dynsteer_hook.report.markdown import render_markdown
 from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_JSON, REPORT_MD, write_report
@@ -294,17 +295,15 @@ def test_evaluate_with_an_audit_log_that_stops_marks_the_report(earlier: tuple[P
 # ---- kills and Ctrl-C ----------------------------------------------------------------------------------------------
 
 
-def _start_evaluate(report: Path, tmp_path: Path) -> subprocess.Popen[str]:
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-m", "dynsteer_hook.cli", *_evaluate_argv(report)], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, env=env)
-
-
-def _wait_for_temp_audit(report: Path, proc: subprocess.Popen[str]) -> None:
-    deadline = time.monotonic() + 120
-    while not list(report.glob(f".{AUDIT_LOG}.*.tmp")):
-        assert proc.poll() is None and time.monotonic() < deadline, "evaluate ended before its audit log was started"
-        time.sleep(0.01)
+def _judged_trace(path: Path) -> Path:
+    """Events whose weak first stage sends the next one to the LLM judge (tier 2, eq. 9): evaluate asks the judge mid-trace."""
+    events: list[Any] = [UserMessage("go")]
+    for i, bad in enumerate(("zzz", "yyy", "www"), start=1):
+        events += [ToolCall(f"f{i}", "op_a", {"x": bad}), ToolResult(f"f{i}", None, "ValueError: no")]
+    for i, node in enumerate("abc", start=1):
+        events += [ToolCall(f"c{i}", f"op_{node}", {"x": node}), ToolResult(f"c{i}", "ok")]
+    path.write_text("".join(json.dumps(event_to_record(e)) + "\n" for e in events), encoding="utf-8")
+    return path
 
 
 @pytest.mark.parametrize(
@@ -314,25 +313,82 @@ def _wait_for_temp_audit(report: Path, proc: subprocess.Popen[str]) -> None:
         pytest.param(signal.SIGINT, 130, False, id="ctrl_c"),
     ],
 )
-def test_evaluate_stopped_midway_keeps_the_earlier_files(earlier: tuple[Path, dict[str, bytes | str]], tmp_path: Path,
+def test_evaluate_stopped_midway_keeps_the_earlier_files(earlier: tuple[Path, dict[str, bytes | str]], llm_server: FakeLLMServer,
                                                          sig: int, code: int, temp_left: bool) -> None:
     """An evaluate killed or interrupted while it evaluates leaves the earlier run's files as they were; Ctrl-C also
-    removes its temporary audit log and says so in one line, a kill leaves it (a readable prefix beside the old log)."""
+    removes its temporary audit log and says so in one line, a kill leaves it (a readable prefix beside the old log).
+
+    The signal comes while evaluate waits for its LLM judge, which does not answer while the test runs: evaluate is
+    then provably in the middle of the trace, its audit log open, however loaded the machine.
+    """
     report, before = earlier
-    _idle_trace(report.parent / "long.jsonl", 40_000)
-    proc = _start_evaluate(report, tmp_path)
-    _wait_for_temp_audit(report, proc)
-    proc.send_signal(sig)
-    _, err = proc.communicate(timeout=120)
+    trace = _judged_trace(report.parent / "judged.jsonl")
+    llm_server.script(Reply(content="{}", delay=900))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dynsteer_hook.cli", "evaluate", "--blueprint", str(report.parent / "bp.json"), "--events", str(trace),
+         "--report", str(report), "--judge-model", "openai/local-judge", "--judge-api-base", llm_server.url, "--judge-max-retries", "0",
+         "--judge-samples", "1", "--judge-passes", "1", "--judge-timeout", "900"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while llm_server.in_flight < 1:
+            assert proc.poll() is None and time.monotonic() < deadline, f"evaluate never asked its judge: {proc.communicate()}"
+            time.sleep(0.02)
+        assert len(list(report.glob(f".{AUDIT_LOG}.*.tmp"))) == 1  # the new audit log is being written
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=300)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
     assert proc.returncode == code, err
     leftovers = sorted(p.name for p in report.iterdir() if p.name.endswith(".tmp"))
     assert {k: v for k, v in snapshot(report).items() if not k.endswith(".tmp")} == before
     if temp_left:
         assert len(leftovers) == 1
         lines = (report / leftovers[0]).read_text(encoding="utf-8").split("\n")
-        assert lines[-1] == "" and all(json.loads(x) for x in lines[:-1])
+        assert len(lines) > 1 and lines[-1] == "" and all(json.loads(x) for x in lines[:-1])
     else:
         assert leftovers == [] and err == "dynsteer: interrupted; files written so far are kept\n"
+
+
+_LATE_CTRL_C = """
+    import os, signal, sys
+    from dynsteer_hook.cli import main
+    sys.argv = ["dynsteer", "schema", "events"]
+    code = main()
+    os.kill(os.getpid(), signal.SIGINT)  # the Ctrl-C lands after the command is over, before the process exits
+    sys.exit(code)
+"""
+
+_CTRL_C_WHILE_PARSING = """
+    import os, signal, sys
+    from dynsteer_hook import cli
+    real = cli.build_parser
+    def build_parser(only=None):
+        os.kill(os.getpid(), signal.SIGINT)  # while the command line is read (`run` imports ToolSandbox for it: seconds)
+        return real(only)
+    cli.build_parser = build_parser
+    sys.argv = ["dynsteer", "schema", "events"]
+    sys.exit(cli.main())
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "status", "err"),
+    [
+        pytest.param(_LATE_CTRL_C, 0, "", id="after_the_command"),
+        pytest.param(_CTRL_C_WHILE_PARSING, 130, "dynsteer: interrupted; files written so far are kept\n", id="reading_the_command_line"),
+    ],
+)
+def test_ctrl_c_outside_the_commands_work_ends_the_documented_way(code: str, status: int, err: str) -> None:
+    """The console script (``sys.exit(main())``) lets no Ctrl-C escape as a traceback and a death by SIGINT: one that
+    comes while the command line is read ends in exit 130 and one line, one after the command is over changes nothing."""
+    proc = _python(code)
+    assert (proc.returncode, proc.stderr) == (status, err)
+    assert proc.stdout.startswith("{") == (status == 0)
 
 
 def test_staged_files_land_together_when_ctrl_c_comes_in_between(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,6 +7,7 @@ the real HTTP client go through the scripted server on 127.0.0.1 (``llm_server``
 from __future__ import annotations
 
 import socket
+import time
 from types import SimpleNamespace
 from typing import Any
 
@@ -271,10 +272,15 @@ def test_persistent_server_errors_exhaust_the_retries(llm_server: FakeLLMServer,
 
 
 def test_persistent_timeouts_exhaust_the_retries(llm_server: FakeLLMServer) -> None:
-    """A server that never answers in time: bounded attempts, then a sentence naming the timeout."""
+    """A server that never answers in time: bounded attempts, then a sentence naming the timeout. Each attempt's
+    request reaches the server, if late: an attempt abandoned at its deadline goes on in its own thread (on a loaded
+    machine the server may read the second request only after the client gave it up)."""
     llm_server.script(*[Reply(delay=1.5)] * 3)
     with pytest.raises(LLMUnavailableError, match=r"did not answer within 0\.3 s after 2 attempts"):
         _client(llm_server, timeout=0.3, max_retries=1).complete(MESSAGES)
+    deadline = time.monotonic() + 60
+    while len(llm_server.requests) < 2 and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert len(llm_server.requests) == 2
 
 

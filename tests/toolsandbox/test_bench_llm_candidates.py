@@ -42,6 +42,7 @@ def test_recorded_answers_are_replayed_and_scored_three_ways(tmp_path: Path, llm
     assert "pooled" in printed and "held-out" in printed
 
 
+@pytest.mark.slow  # the script builds ToolSandbox's scenarios
 def test_an_unrecorded_prompt_is_refused_not_invented(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     answers = tmp_path / "answers.json"
     answers.write_text(json.dumps({"model": "m", "candidates": 2, "scenarios": [A], "answers": {}}))

@@ -20,6 +20,7 @@ LATEST = "search_message_with_recency_latest"  # dev part
 HELD = "cellular_off"  # held-out part
 
 
+@pytest.mark.slow  # the script builds ToolSandbox's scenarios
 def test_clean_runs_pass_under_the_shipped_blueprints(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out = tmp_path / "check.json"
     assert crc.main(["-s", LATEST, HELD, "--json", str(out)]) == 0
@@ -31,6 +32,7 @@ def test_clean_runs_pass_under_the_shipped_blueprints(tmp_path: Path, capsys: py
     assert "dev" in printed and "held-out" in printed and "100.0%" in printed
 
 
+@pytest.mark.slow  # the script builds ToolSandbox's scenarios
 def test_a_needless_requirement_fails_the_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """The clock required before the answer of a 'latest message' search never settles: the clean run fails."""
     folder = tmp_path / "bps"
@@ -52,7 +54,8 @@ def test_a_needless_requirement_fails_the_check(tmp_path: Path, capsys: pytest.C
 @pytest.mark.parametrize(("argv", "words"), [
     (["--stride", "0"], "--stride and --limit must be at least 1"),
     (["--blueprints", "nowhere"], "is not a directory"),
-    (["-s", "no_such_scenario"], "unknown scenario name(s) ['no_such_scenario']"),
+    pytest.param(["-s", "no_such_scenario"], "unknown scenario name(s) ['no_such_scenario']",
+                 marks=pytest.mark.slow),  # names are checked against ToolSandbox's scenarios, built for it
 ])
 def test_bad_arguments_are_one_sentence(capsys: pytest.CaptureFixture[str], argv: list[str], words: str) -> None:
     assert crc.main(argv) == 2

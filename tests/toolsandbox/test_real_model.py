@@ -56,12 +56,14 @@ def smollm2_tools(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[st
 
 
 def _serve(tmp_path_factory: pytest.TempPathFactory, chat_format: str | None) -> Iterator[tuple[str, float]]:
-    """The server as scripts/record_real_agents.py starts it (model alias ``local``)."""
+    """The server as scripts/record_real_agents.py starts it (model alias ``local``), on one thread: the suite's other
+    worker keeps the machine's other core busy, and llama.cpp's threads wait for each other at every step, so two of
+    them on a busy core made one answer take over 900 s where one thread takes 60 s."""
     gguf = _gguf()
     log_path = tmp_path_factory.mktemp("llama") / "server.log"
     start = time.perf_counter()
     try:
-        proc, base = record_real_agents.serve(gguf, chat_format, 8192, log_path)
+        proc, base = record_real_agents.serve(gguf, chat_format, 8192, log_path, threads=1)
     except SystemExit as exc:
         pytest.fail(f"{exc}: {log_path.read_text()[-2000:]}")
     try:
