@@ -12,32 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import os
-import stat
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from dynsteer_hook.files.cache import CACHE_VARIABLE, private_folder
+from dynsteer_hook.files.cache import cache_folder as _cache_folder
 
 if TYPE_CHECKING:
     import jinja2
 
-CACHE_VARIABLE = "XDG_CACHE_HOME"
+__all__ = ["CACHE_VARIABLE", "cache_folder", "environment"]
 
 
 def cache_folder() -> Path:
     """Where the compiled templates are kept."""
-    base = os.environ.get(CACHE_VARIABLE) or str(Path.home() / ".cache")
-    return Path(base) / "dynsteer-hook" / "templates"
-
-
-def _private(folder: Path) -> bool:
-    """Whether ``folder`` exists (made if missing), is a real folder of this user, and only this user may write to it."""
-    try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        info = folder.lstat()
-    except (OSError, RuntimeError):
-        return False
-    owner = getattr(os, "getuid", lambda: info.st_uid)()
-    return stat.S_ISDIR(info.st_mode) and info.st_uid == owner and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return _cache_folder("templates")
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
@@ -56,11 +45,8 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
             with contextlib.suppress(OSError):  # not kept: the next process compiles the template again
                 super().dump_bytecode(bucket)
 
-    try:
-        folder = cache_folder()
-    except (RuntimeError, KeyError):  # no home folder to be found
-        return None
-    return QuietCache(str(folder)) if _private(folder) else None
+    folder = private_folder("templates")
+    return None if folder is None else QuietCache(str(folder))
 
 
 @functools.cache

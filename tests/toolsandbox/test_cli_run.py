@@ -111,11 +111,12 @@ def _decisions(out: Path) -> dict[str, Any]:
 @pytest.mark.usefixtures("ray_instance")
 def test_run_on_ray_decides_as_local_processes(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``dynsteer run --engine ray`` (a local Ray instance) plays the scenarios as Ray tasks to the same verdicts,
-    summaries and ToolSandbox similarities as ``--engine local``."""
+    summaries and ToolSandbox similarities as ``--engine local`` (in this process: that local worker processes decide
+    as one process does is tests/toolsandbox/test_live.py's)."""
     outs = {}
-    for engine in ("local", "ray"):
+    for engine, processes in (("local", "1"), ("ray", "2")):
         argv = ["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "looping_agent.json"),
-                "-s", B, SCRAMBLED, "-p", "2", "-o", str(tmp_path / engine), "--engine", engine, "--blueprints", str(BLUEPRINTS)]
+                "-s", B, SCRAMBLED, "-p", processes, "-o", str(tmp_path / engine), "--engine", engine, "--blueprints", str(BLUEPRINTS)]
         assert main(argv) == 0
         outs[engine] = _only_dir(tmp_path / engine)
     local, ray = (_decisions(outs[e]) for e in ("local", "ray"))

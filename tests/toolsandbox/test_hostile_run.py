@@ -312,18 +312,28 @@ def test_ctrl_c_ends_in_flight_scenarios_as_interrupted_and_writes_the_summaries
 
 
 @pytest.mark.slow
-def test_each_demo_gets_its_own_folder(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Two demos into the same -o leave two folders; the second changes no byte of the first."""
+def test_each_demo_gets_its_own_folder(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two demos into the same -o leave two folders; the second changes no byte of the first. (The second demo plays
+    only the minefield agent, the quickest: which agents a demo plays does not change where it writes.)"""
+    import dynsteer_hook.data
+
     assert main(["demo", "-o", str(tmp_path)]) == 0
     first = _only_dir(tmp_path)
     out = capsys.readouterr().out
     assert f"outputs in {first}" in out and first.name.startswith("demo_")
     assert f"[clean_solver] reports under {first / 'clean_solver'}/trajectories/<scenario>/dynsteer_report.md" in out
+    agents = sorted(p.name for p in first.iterdir() if p.is_dir())
+    assert agents == sorted(dynsteer_hook.data.shipped_scripts()), agents
     before = snapshot(first)
+    minefield = dynsteer_hook.data.shipped_scripts()["minefield_agent"]
+    monkeypatch.setattr(dynsteer_hook.data, "shipped_scripts", lambda: {"minefield_agent": minefield})
     assert main(["demo", "-o", str(tmp_path)]) == 0
     second = next(p for p in tmp_path.iterdir() if p != first)
     assert snapshot(first) == before
-    assert sorted(p.name for p in second.iterdir()) == sorted(p.name for p in first.iterdir())
+    assert sorted(p.name for p in second.iterdir() if p.is_dir()) == ["minefield_agent"]
+    assert sorted(p.relative_to(second / "minefield_agent") for p in (second / "minefield_agent").rglob("*")) == \
+        sorted(p.relative_to(first / "minefield_agent") for p in (first / "minefield_agent").rglob("*"))
 
 
 def test_run_scenarios_checks_blueprints_when_called_directly(scenarios: dict[str, Any], tmp_path: Path) -> None:

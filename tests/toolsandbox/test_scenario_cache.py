@@ -1,0 +1,99 @@
+"""ToolSandbox's built scenarios kept between processes (toolsandbox/scenarios.py): read back only when they can be trusted."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import known_agents as ka
+import pytest
+
+from dynsteer_hook.files.cache import CACHE_VARIABLE
+from dynsteer_hook.toolsandbox import scenarios as cache
+
+# Time-relative data (reminders by recency, messages by recency, a holiday count from today), and a plain one.
+PLAYED = ["search_reminder_with_recency_upcoming", "modify_contact_with_message_recency_multiple_user_turn", "wifi_off"]
+
+
+@pytest.fixture
+def cache_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A cache folder of this test, and a process that has loaded no scenarios yet."""
+    monkeypatch.setenv(CACHE_VARIABLE, str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "_LOADED", {})
+    return tmp_path / "cache" / "dynsteer-hook" / cache.CACHE_NAME
+
+
+def _entry() -> Path:
+    entry = cache._entry("DEFAULT")
+    assert entry is not None
+    return entry
+
+
+def test_a_kept_entry_plays_as_freshly_built_scenarios(cache_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first load builds and keeps the scenarios (a private file); the next process reads them back instead of
+    building them, with ToolSandbox's random state, and clean solvers of time-relative scenarios score 1.0 on them."""
+    built = cache.load_scenarios(None)
+    after_building = random.getstate()
+    [entry] = cache_home.iterdir()
+    assert entry == _entry() and entry.stat().st_mode & 0o777 == 0o600
+    monkeypatch.setattr(cache, "_LOADED", {})
+    monkeypatch.setattr(cache, "_build", lambda _backend: pytest.fail("the kept scenarios were built again"))
+    random.seed(7)
+    kept = cache.load_scenarios(None)
+    assert random.getstate() == after_building
+    assert list(kept) == list(built) and len(kept) == 1032
+    for name in PLAYED:
+        assert kept[name] is not built[name]
+        assert kept[name].categories == built[name].categories
+        assert kept[name].starting_context.tool_allow_list == built[name].starting_context.tool_allow_list
+        _script, result = ka.play_fresh(lambda now, n=name: ka.clean_solver(n, kept[n], now), kept[name], tmp_path / name)
+        assert result is not None and ka.scores_one(result), (name, result and result["milestone_mapping"])
+
+
+def _keep_one(scenario: Any, entry: Path) -> None:
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    entry.write_bytes(pickle.dumps(({"wifi_off": scenario}, random.getstate())))
+    entry.chmod(0o600)
+
+
+@pytest.mark.parametrize("fault", ["torn", "not_scenarios", "others_may_write", "too_old", "from_the_future"])
+def test_an_entry_that_cannot_be_trusted_is_not_read(scenarios: dict[str, Any], cache_home: Path, fault: str) -> None:
+    """A torn file, another pickle, a file others may write, or one older than FRESH_FOR (its times have moved on) is
+    a miss; the same entry without the fault is read."""
+    entry = _entry()
+    _keep_one(scenarios["wifi_off"], entry)
+    read = cache._read(entry)
+    assert read is not None and list(read[0]) == ["wifi_off"]
+    if fault == "torn":
+        entry.write_bytes(entry.read_bytes()[:1000])
+    elif fault == "not_scenarios":
+        entry.write_bytes(pickle.dumps(({"wifi_off": "a string"}, None)))
+    elif fault == "others_may_write":
+        entry.chmod(0o622)
+    else:
+        moved = time.time() + (-1 if fault == "too_old" else 1) * (cache.FRESH_FOR + 60)
+        os.utime(entry, (moved, moved))
+    assert cache._read(entry) is None
+
+
+def test_a_folder_others_may_write_is_not_used(cache_home: Path) -> None:
+    """The cache folder is used only when nobody but its owner may write to it."""
+    assert cache._entry("DEFAULT") is not None
+    cache_home.chmod(0o777)
+    assert cache._entry("DEFAULT") is None
+
+
+def test_the_key_follows_the_backend_and_a_new_entry_drops_the_old(scenarios: dict[str, Any], cache_home: Path) -> None:
+    """Entries of other keys (another ToolSandbox, another backend) are removed when an entry is written."""
+    assert cache._key("DEFAULT") != cache._key("OTHER") and cache._key("DEFAULT") == cache._key("DEFAULT")
+    old = cache_home / f"{cache._key('OTHER')}.pickle"
+    _keep_one(scenarios["wifi_off"], old)
+    entry = _entry()
+    cache._keep(entry, ({"wifi_off": scenarios["wifi_off"]}, random.getstate()))
+    assert sorted(p.name for p in cache_home.iterdir()) == [entry.name]
+    read = cache._read(entry)
+    assert read is not None and list(read[0]) == ["wifi_off"]
