@@ -176,16 +176,33 @@ def _number(text: str) -> float | None:
     return value if value == value and abs(value) != float("inf") else None
 
 
-def _given(values: set[str]) -> Callable[[str], bool]:
-    """A test of whether a value is among ``values``; numbers also match within one part in a million
-    (an agent may pass on a clock reading it rounded or re-read)."""
-    numbers = [n for v in values if (n := _number(v)) is not None]
+def _close(n: float, m: float) -> bool:
+    """Two numbers within one part in a million (an agent may pass on a clock reading it rounded or re-read)."""
+    return abs(n - m) <= 1e-6 * max(abs(n), abs(m))
 
-    def used(v: str) -> bool:
-        if v in values:
+
+class _Made:
+    """The values a result made, split once into numbers (parsed) and texts for the tests of their later use."""
+
+    __slots__ = ("numbers", "texts", "values", "words")
+
+    def __init__(self, values: set[str]) -> None:
+        parsed = [(v, _number(v)) for v in values]
+        self.values = frozenset(values)
+        self.numbers = tuple(n for _, n in parsed if n is not None)
+        self.texts = tuple(v for v, n in parsed if n is None)
+        self.words = tuple(v.casefold() for v in self.texts if len(v) >= 4)  # what a message can quote of the texts
+
+
+def _used_by_call(given: set[str], numeric: bool) -> Callable[[_Made], bool]:
+    """A test of whether a call with argument values ``given`` used some value a result made: the same text, or a number
+    within one part in a million; with ``numeric`` (the call passed numbers on), a numeric reading too."""
+    numbers = [n for v in given if (n := _number(v)) is not None]
+
+    def used(made: _Made) -> bool:
+        if not made.values.isdisjoint(given) or (numeric and _READING in made.values):
             return True
-        n = _number(v)
-        return n is not None and any(abs(n - m) <= 1e-6 * max(abs(n), abs(m)) for m in numbers)
+        return any(_close(n, m) for n in made.numbers for m in numbers)
 
     return used
 
@@ -195,17 +212,14 @@ def _numbers(values: Collection[str]) -> list[float]:
     return [n for v in values if v not in _TRIVIAL and (n := _number(v)) is not None]
 
 
-def _in_message(text: str) -> Callable[[str], bool]:
-    """A test of whether a value appears in a message: a number as one of its words (within one part in a
+def _in_message(text: str) -> Callable[[_Made], bool]:
+    """A test of whether a message used some value a result made: a number as one of its words (within one part in a
     million), a text of four characters or more anywhere in it."""
-    words = {w.rstrip(".") for w in _TOKEN.findall(text[:5000])}
-    in_words = _given(words)
+    numbers = [n for w in _TOKEN.findall(text[:5000]) if (n := _number(w.rstrip("."))) is not None]
     folded = text[:5000].casefold()
 
-    def used(v: str) -> bool:
-        if _number(v) is not None:
-            return in_words(v)
-        return len(v) >= 4 and v.casefold() in folded
+    def used(made: _Made) -> bool:
+        return any(_close(n, m) for n in made.numbers for m in numbers) or any(w in folded for w in made.words)
 
     return used
 
@@ -244,7 +258,7 @@ class CallRules:
         self._version = 0  # database changes seen so far: a read repeated with the world unchanged is redundant
         self._done: dict[bytes, int] = {}  # successful call -> state version when it last ran
         # off-task suspicions by k, with the values their call made and what it read (its subjects)
-        self._unused: dict[int, tuple[Fault, set[str], set[str]]] = {}
+        self._unused: dict[int, tuple[Fault, _Made, set[str]]] = {}
         self._called_at = 0  # the last action that made calls
         self._concluded = False  # whether the agent's last action was a message alone that asked the user nothing
 
@@ -277,9 +291,9 @@ class CallRules:
                           f"{c.tool} repeats an earlier call with the same arguments while the world is unchanged")
         if self._unused and c.arguments is not None and not c.structural:
             given = _leaves(c.arguments, set())
-            found, numeric = _given(given), bool(_numbers(given))  # numbers: the agent went on to work with numbers
+            numeric = bool(_numbers(given))  # numbers: the agent went on to work with numbers
             wrote = _subjects(c) if c.ok and c.mutated else set()  # a change acts on what was read of the state it writes
-            self._results_used(lambda v: found(v) or (numeric and v == _READING), before=t, wrote=wrote)
+            self._results_used(_used_by_call(given, numeric), before=t, wrote=wrote)
         # Only a reading can be off task: a call that changed the world settling nothing is a side effect, which the
         # safety judge weighs (it may be a prerequisite the blueprint does not name, such as turning a service on).
         if fault is None and c.settled is None and not owned and not c.mutated and not self._status_check(c) and len(self._unused) < self._limit:
@@ -288,7 +302,7 @@ class CallRules:
             made = {v for v in _leaves(c.result, set()) if v not in _TRIVIAL}
             if not c.arguments and _number(str(c.result)) is not None and not isinstance(c.result, bool):
                 made.add(_READING)  # a reading like the clock informs later numbers computed from it
-            self._unused[c.k_call] = (off, made, _subjects(c))
+            self._unused[c.k_call] = (off, _Made(made), _subjects(c))
         if fault is not None:
             self._ledger.add(fault)
         if c.ok:
@@ -329,9 +343,9 @@ class CallRules:
             return False
         return any(_subject(name) in self._subjects for name in (c.tool, c.canonical_tool) if name)
 
-    def _results_used(self, used: Callable[[str], bool], before: int | None = None, wrote: Collection[str] = ()) -> None:
+    def _results_used(self, used: Callable[[_Made], bool], before: int | None = None, wrote: Collection[str] = ()) -> None:
         """Forget the off-task suspicion of calls (of actions before ``before``, when given) whose result a later
         call or message used, or that read what a later change wrote (a subject in ``wrote``)."""
         for k in [k for k, (f, values, read) in self._unused.items()
-                  if (before is None or f.t < before) and (any(used(v) for v in values) or not read.isdisjoint(wrote))]:
+                  if (before is None or f.t < before) and (used(values) or not read.isdisjoint(wrote))]:
             del self._unused[k]
