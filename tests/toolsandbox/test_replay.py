@@ -83,11 +83,16 @@ def test_minefield_stop_falls_on_the_turn_of_the_hazardous_call(recorded: dict[t
 
 def test_a_full_recording_gives_the_seconds_and_tokens_a_stop_would_save(scenarios: dict[str, Any], tmp_path: Path) -> None:
     """A live run that did not halt records each agent turn's cost; a replay that halts sums the later turns. One
-    scenario of the looping agent, played to ToolSandbox's own end (the longest rollouts of the shipped scripts)."""
+    scenario of the looping agent cut to 10 turns, played to its end (ToolSandbox's own similarity of the whole 14-turn
+    loop takes about 15 s); the default thresholds stop it at the 8th."""
     names = [B]
-    options = RunOptions(agent="Scripted", user="Scripted", script=SCRIPTS / "looping_agent.json",
+    looping = json.loads((SCRIPTS / "looping_agent.json").read_text())[B]
+    script = tmp_path / "looping_10.json"
+    script.write_text(json.dumps({B: {**looping, "agent": looping["agent"][:10]}}))
+    options = RunOptions(agent="Scripted", user="Scripted", script=script,
                          config=EvaluatorConfig().with_overrides(n_stag=1000, structural_patience=1000, low_score_patience=1000))
-    run_scenarios({n: scenarios[n] for n in names}, options, tmp_path / "rec", 1)
+    [played] = run_scenarios({n: scenarios[n] for n in names}, options, tmp_path / "rec", 1)
+    assert played["dynsteer"]["stop"] is None, played["dynsteer"]
     summary = replay_runs([tmp_path / "rec"], ReplayOptions(blueprint_dir=BLUEPRINTS), tmp_path / "out")
     halted = [r for r in summary["per_scenario"] if r["virtual_stop"] is not None]
     assert halted, "the default thresholds stop the looping agent"
