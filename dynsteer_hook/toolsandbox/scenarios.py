@@ -74,7 +74,9 @@ def _read(entry: Path) -> Built | None:
             if not owned_privately(info) or not 0 <= time.time() - info.st_mtime <= FRESH_FOR:
                 return None
             kept = pickle.load(handle)  # a file only this user can have written, see the module's text
-    except Exception:  # missing, unreadable, torn or from another ToolSandbox: build them again
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException:  # missing, unreadable, torn, garbled (a panic in polars' Rust is no Exception): build them again
         return None
     if (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], dict)
             and all(isinstance(s, Scenario) for s in kept[0].values())):

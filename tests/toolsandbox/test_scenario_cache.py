@@ -60,9 +60,9 @@ def _keep_one(scenario: Any, entry: Path) -> None:
     entry.chmod(0o600)
 
 
-@pytest.mark.parametrize("fault", ["torn", "not_scenarios", "others_may_write", "too_old", "from_the_future"])
+@pytest.mark.parametrize("fault", ["torn", "garbled", "not_scenarios", "others_may_write", "too_old", "from_the_future"])
 def test_an_entry_that_cannot_be_trusted_is_not_read(scenarios: dict[str, Any], cache_home: Path, fault: str) -> None:
-    """A torn file, another pickle, a file others may write, or one older than FRESH_FOR (its times have moved on) is
+    """A torn or garbled file, another pickle, a file others may write, or one older than FRESH_FOR (its times have moved on) is
     a miss; the same entry without the fault is read."""
     entry = _entry()
     _keep_one(scenarios["wifi_off"], entry)
@@ -70,6 +70,11 @@ def test_an_entry_that_cannot_be_trusted_is_not_read(scenarios: dict[str, Any], 
     assert read is not None and list(read[0]) == ["wifi_off"]
     if fault == "torn":
         entry.write_bytes(entry.read_bytes()[:1000])
+    elif fault == "garbled":  # the middle of the file (the databases' frames) overwritten, its length kept
+        data = bytearray(entry.read_bytes())
+        middle = len(data) // 2
+        data[middle:middle + 4096] = bytes(range(256)) * 16
+        entry.write_bytes(bytes(data))
     elif fault == "not_scenarios":
         entry.write_bytes(pickle.dumps(({"wifi_off": "a string"}, None)))
     elif fault == "others_may_write":
