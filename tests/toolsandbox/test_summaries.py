@@ -12,6 +12,7 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -66,35 +67,49 @@ _TOOLSANDBOX_SIDE = textwrap.dedent('''
 
     random.seed(42)
     scenarios = named_scenarios(preferred_tool_backend="DEFAULT")
-    given = json.load(sys.stdin)
-    names, results = given["names"], given["results"]
-    chosen = {n: scenarios[n] for n in names} if names else scenarios
-    grouped = utils.get_category_summary(results)
-    print(json.dumps({
-        "categories": {str(k): v for k, v in utils.get_category_to_scenario_count(chosen).items()},
-        "tools": {str(k): v for k, v in utils.get_necessary_tool_name_to_scenario_count(chosen).items()},
-        "means": {str(c): {k: sum(v) / len(v) for k, v in vals.items()} for c, vals in grouped.items()},
-    }))
+    answers = []
+    for given in json.load(sys.stdin):
+        names, results = given["names"], given["results"]
+        chosen = {n: scenarios[n] for n in names} if names else scenarios
+        grouped = utils.get_category_summary(results)
+        answers.append({
+            "categories": {str(k): v for k, v in utils.get_category_to_scenario_count(chosen).items()},
+            "tools": {str(k): v for k, v in utils.get_necessary_tool_name_to_scenario_count(chosen).items()},
+            "means": {str(c): {k: sum(v) / len(v) for k, v in vals.items()} for c, vals in grouped.items()},
+        })
+    print(json.dumps(answers))
 ''')
 
 
-def _toolsandbox_own(names: list[str] | None, results: list[dict[str, object]]) -> dict[str, dict[str, object]]:
-    done = subprocess.run([sys.executable, "-c", _TOOLSANDBOX_SIDE], input=json.dumps({"names": names, "results": results}),
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout.strip().splitlines()[-1])
+SELECTIONS = ["all", "cellular"]
 
 
-@pytest.mark.parametrize("selection", ["all", "cellular"])
-def test_counts_and_category_means_equal_toolsandbox_own(selection: str) -> None:
-    """Per-category and per-tool counts (every scenario, and a selection with scrambled variants) and the
-    per-category means of results spread over real scenarios' categories are ToolSandbox's values."""
+def _selection(selection: str) -> tuple[list[str] | None, dict[str, Any], list[dict[str, Any]]]:
+    """The names asked for (None: every scenario), the scenarios chosen, and made-up results spread over their categories."""
     everything = load_scenarios(None)
     names = None if selection == "all" else sorted(n for n in everything if "cellular_off" in n)[:40]
     chosen = everything if names is None else {n: everything[n] for n in names}
     results = [{"name": n, "categories": [str(c) for c in s.categories], "similarity": (i % 7) / 6, "turn_count": 3 + i % 5}
                for i, (n, s) in enumerate(sorted(chosen.items()))]
-    theirs = _toolsandbox_own(names, results)
+    return names, chosen, results
+
+
+@pytest.fixture(scope="module")
+def toolsandbox_own() -> dict[str, dict[str, Any]]:
+    """What ``tool_sandbox.cli.utils`` computes for each selection, in one separate interpreter (it builds the scenarios itself)."""
+    asked = [_selection(selection) for selection in SELECTIONS]
+    done = subprocess.run([sys.executable, "-c", _TOOLSANDBOX_SIDE], input=json.dumps([{"names": n, "results": r} for n, _, r in asked]),
+                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return dict(zip(SELECTIONS, json.loads(done.stdout.strip().splitlines()[-1]), strict=True))
+
+
+@pytest.mark.parametrize("selection", SELECTIONS)
+def test_counts_and_category_means_equal_toolsandbox_own(selection: str, toolsandbox_own: dict[str, dict[str, Any]]) -> None:
+    """Per-category and per-tool counts (every scenario, and a selection with scrambled variants) and the
+    per-category means of results spread over real scenarios' categories are ToolSandbox's values."""
+    names, chosen, results = _selection(selection)
+    theirs = toolsandbox_own[selection]
     # As in a process that played a scenario before: the current execution context is that scenario's.
     played = chosen[sorted(chosen)[0]]
     with new_context(played.starting_context):
