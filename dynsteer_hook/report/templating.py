@@ -12,21 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from dynsteer_hook.files.cache import CACHE_VARIABLE, private_folder
-from dynsteer_hook.files.cache import cache_folder as _cache_folder
 
 if TYPE_CHECKING:
     import jinja2
 
-__all__ = ["CACHE_VARIABLE", "cache_folder", "environment"]
-
-
-def cache_folder() -> Path:
-    """Where the compiled templates are kept."""
-    return _cache_folder("templates")
+__all__ = ["CACHE_VARIABLE", "environment"]
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:

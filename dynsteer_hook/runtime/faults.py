@@ -184,14 +184,13 @@ def _close(n: float, m: float) -> bool:
 class _Made:
     """The values a result made, split once into numbers (parsed) and texts for the tests of their later use."""
 
-    __slots__ = ("numbers", "texts", "values", "words")
+    __slots__ = ("numbers", "values", "words")
 
     def __init__(self, values: set[str]) -> None:
         parsed = [(v, _number(v)) for v in values]
         self.values = frozenset(values)
         self.numbers = tuple(n for _, n in parsed if n is not None)
-        self.texts = tuple(v for v, n in parsed if n is None)
-        self.words = tuple(v.casefold() for v in self.texts if len(v) >= 4)  # what a message can quote of the texts
+        self.words = tuple(v.casefold() for v, n in parsed if n is None and len(v) >= 4)  # the texts a message can quote
 
 
 def _used_by_call(given: set[str], numeric: bool) -> Callable[[_Made], bool]:

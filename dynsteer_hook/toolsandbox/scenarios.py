@@ -78,15 +78,20 @@ def _read(entry: Path) -> Built | None:
         raise
     except BaseException:  # missing, unreadable, torn, garbled (a panic in polars' Rust is no Exception): build them again
         return None
-    if (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], dict)
+    if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], dict)
             and all(isinstance(s, Scenario) for s in kept[0].values())):
-        return kept[0], kept[1]
-    return None
+        return None
+    try:
+        random.Random().setstate(kept[1])  # a state random.setstate takes, tried on a generator of its own
+    except (TypeError, ValueError):
+        return None
+    return kept[0], kept[1]
 
 
 def _keep(entry: Path, built: Built) -> None:
     """Write the entry whole (a temporary file renamed) and drop the entries of other keys; faults only lose the entry."""
     with contextlib.suppress(Exception):
+        # mkstemp makes the file 0600, as a private entry must be (files/outputs.py's writers follow the umask)
         handle, name = tempfile.mkstemp(dir=entry.parent, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as out:

@@ -60,9 +60,9 @@ def _keep_one(scenario: Any, entry: Path) -> None:
     entry.chmod(0o600)
 
 
-@pytest.mark.parametrize("fault", ["torn", "garbled", "not_scenarios", "others_may_write", "too_old", "from_the_future"])
+@pytest.mark.parametrize("fault", ["torn", "garbled", "not_scenarios", "not_a_random_state", "others_may_write", "too_old", "from_the_future"])
 def test_an_entry_that_cannot_be_trusted_is_not_read(scenarios: dict[str, Any], cache_home: Path, fault: str) -> None:
-    """A torn or garbled file, another pickle, a file others may write, or one older than FRESH_FOR (its times have moved on) is
+    """A torn or garbled file, another pickle, scenarios without a random state ToolSandbox's CLI could have, a file others may write, or one older than FRESH_FOR (its times have moved on) is
     a miss; the same entry without the fault is read."""
     entry = _entry()
     _keep_one(scenarios["wifi_off"], entry)
@@ -77,6 +77,8 @@ def test_an_entry_that_cannot_be_trusted_is_not_read(scenarios: dict[str, Any], 
         entry.write_bytes(bytes(data))
     elif fault == "not_scenarios":
         entry.write_bytes(pickle.dumps(({"wifi_off": "a string"}, None)))
+    elif fault == "not_a_random_state":
+        entry.write_bytes(pickle.dumps(({"wifi_off": scenarios["wifi_off"]}, (3, (1, 2), None))))
     elif fault == "others_may_write":
         entry.chmod(0o622)
     else:
