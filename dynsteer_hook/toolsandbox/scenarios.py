@@ -5,11 +5,14 @@ Building all 1,032 scenarios takes a process about 4.5 s (after 2 s of imports),
 random state ToolSandbox's CLI has after building them, are kept pickled for a short while in the
 user's cache folder (``$XDG_CACHE_HOME/dynsteer-hook/scenarios``, private to the user, see
 ``files/cache.py``) under a key made of the Python version, the tool backend and the size and time of
-every file of the installed ``tool_sandbox`` package; reading them back takes about 1 s. The
-scenarios' databases hold times counted from when they were built (messages of "yesterday",
-reminders "in an hour"), so an entry serves for ``FRESH_FOR`` seconds only: less than the hours
-between building the scenarios and playing the last of them in one of ToolSandbox's own full runs.
-A missing, stale, foreign or broken entry only means building them again; a cache that cannot be
+every file of the installed ``tool_sandbox`` package. Each scenario is pickled on its own behind an
+index, so a process reads back only the scenarios it asks for (a run of one scenario: a few
+milliseconds; all of them: about 1 s). The scenarios' databases hold times counted from when they
+were built (messages of "yesterday", reminders "in an hour"), so an entry serves for ``FRESH_FOR``
+seconds only: less than the hours between building the scenarios and playing the last of them in one
+of ToolSandbox's own full runs. Processes that miss the entry at once wait for the first to build and
+keep it (a lock file beside the entries) instead of building it side by side. A missing, stale,
+foreign or broken entry (or scenario in it) only means building them again; a cache that cannot be
 written only means building them next time too.
 """
 
@@ -20,9 +23,11 @@ import hashlib
 import os
 import pickle
 import random
+import struct
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -40,8 +45,48 @@ TEST_SCENARIO_NAMES = [
 ]
 CACHE_NAME = "scenarios"
 FRESH_FOR = 15 * 60  # seconds an entry serves after it was written
+BUILD_WAIT = 120.0  # seconds a process waits for another to build the scenarios before it builds them too
 
-Built = tuple[dict[str, Scenario], Any]  # the scenarios, and the random state after building them
+MAGIC = b"dynsteer-scenarios-2\n"
+_LENGTH = struct.Struct(">Q")
+
+
+class _BrokenEntryError(Exception):
+    """A scenario of a kept entry does not read back."""
+
+
+class Built:
+    """The scenarios of one backend in this process, in ToolSandbox's order, and the random state after building them.
+
+    Scenarios built here are all at hand; those of a kept entry are unpickled when first asked for.
+    """
+
+    def __init__(self, names: list[str], state: Any, scenarios: dict[str, Scenario], blobs: dict[str, memoryview] | None = None) -> None:
+        self.names = names
+        self.state = state
+        self._scenarios = scenarios
+        self._blobs = blobs or {}
+
+    def get(self, name: str) -> Scenario:
+        """The scenario ``name`` (one of ``names``).
+
+        Raises:
+            _BrokenEntryError: It is kept but does not unpickle to a scenario.
+        """
+        if name not in self._scenarios:
+            try:
+                scenario = pickle.loads(self._blobs[name])  # from a file only this user can have written
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException:  # garbled (a panic in polars' Rust is no Exception)
+                raise _BrokenEntryError(name) from None
+            if not isinstance(scenario, Scenario):
+                raise _BrokenEntryError(name)
+            self._scenarios[name] = scenario
+            del self._blobs[name]  # the entry's bytes go once every scenario is read
+        return self._scenarios[name]
+
+
 _LOADED: dict[str, Built] = {}
 
 
@@ -67,35 +112,53 @@ def _entry(preferred_tool_backend: str) -> Path | None:
 
 
 def _read(entry: Path) -> Built | None:
-    """The kept scenarios, when the entry is a private file of this user that unpickles to them."""
+    """The kept scenarios (each unpickled when asked for), when the entry is a private, fresh and whole file of this user.
+
+    The entry is ``MAGIC``, the length of the index, the index (the names, the length of each one's
+    pickle, the random state) and the scenarios' pickles one after the other.
+    """
     try:
         with entry.open("rb") as handle:
             info = os.fstat(handle.fileno())
             if not owned_privately(info) or not 0 <= time.time() - info.st_mtime <= FRESH_FOR:
                 return None
-            kept = pickle.load(handle)  # a file only this user can have written, see the module's text
+            data = memoryview(handle.read())
+        start = len(MAGIC) + _LENGTH.size
+        if bytes(data[:len(MAGIC)]) != MAGIC:
+            return None
+        (length,) = _LENGTH.unpack(data[len(MAGIC):start])
+        names, sizes, state = pickle.loads(data[start:start + length])  # a file only this user can have written
     except (KeyboardInterrupt, SystemExit):
         raise
-    except BaseException:  # missing, unreadable, torn, garbled (a panic in polars' Rust is no Exception): build them again
+    except BaseException:  # missing, unreadable, torn, garbled: build them again
         return None
-    if not (isinstance(kept, tuple) and len(kept) == 2 and isinstance(kept[0], dict)
-            and all(isinstance(s, Scenario) for s in kept[0].values())):
+    if not (isinstance(names, list) and isinstance(sizes, list) and len(names) == len(sizes) == len(set(names))
+            and all(isinstance(n, str) for n in names) and all(type(s) is int and s > 0 for s in sizes)
+            and start + length + sum(sizes) == len(data)):  # a torn file is shorter
         return None
     try:
-        random.Random().setstate(kept[1])  # a state random.setstate takes, tried on a generator of its own
+        random.Random().setstate(state)  # a state random.setstate takes, tried on a generator of its own
     except (TypeError, ValueError):
         return None
-    return kept[0], kept[1]
+    blobs, at = {}, start + length
+    for name, size in zip(names, sizes, strict=True):
+        blobs[name] = data[at:at + size]
+        at += size
+    return Built(names, state, {}, blobs)
 
 
 def _keep(entry: Path, built: Built) -> None:
     """Write the entry whole (a temporary file renamed) and drop the entries of other keys; faults only lose the entry."""
     with contextlib.suppress(Exception):
+        blobs = [pickle.dumps(built.get(n), protocol=pickle.HIGHEST_PROTOCOL) for n in built.names]
+        index = pickle.dumps((built.names, [len(b) for b in blobs], built.state), protocol=pickle.HIGHEST_PROTOCOL)
         # mkstemp makes the file 0600, as a private entry must be (files/outputs.py's writers follow the umask)
         handle, name = tempfile.mkstemp(dir=entry.parent, prefix=".", suffix=".tmp")
         try:
             with os.fdopen(handle, "wb") as out:
-                pickle.dump(built, out, protocol=pickle.HIGHEST_PROTOCOL)
+                out.write(MAGIC + _LENGTH.pack(len(index)) + index)
+                for blob in blobs:
+                    out.write(blob)
             os.replace(name, entry)
         finally:
             with contextlib.suppress(OSError):
@@ -111,19 +174,47 @@ def _build(preferred_tool_backend: str) -> Built:
 
     random.seed(42)
     everything = named_scenarios(preferred_tool_backend=preferred_tool_backend)
-    return everything, random.getstate()
+    return Built(list(everything), random.getstate(), dict(everything))
 
 
-def _built(preferred_tool_backend: str) -> Built:
+@contextlib.contextmanager
+def _building(entry: Path) -> Iterator[None]:
+    """Hold the lock of the cache folder while building, waiting up to ``BUILD_WAIT`` for a process that holds it."""
+    try:
+        import fcntl
+        handle = os.open(entry.parent / ".build.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    except (ImportError, OSError):  # no locks here: build side by side
+        yield
+        return
+    try:
+        deadline = time.monotonic() + BUILD_WAIT
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    break  # whoever holds it is stuck: build without it
+                time.sleep(0.05)
+            except OSError:
+                break
+        yield
+    finally:
+        os.close(handle)  # releases the lock
+
+
+def _built(preferred_tool_backend: str, *, again: bool = False) -> Built:
     """The scenarios and random state, from this process, the cache, or built (and then kept)."""
-    if preferred_tool_backend not in _LOADED:
+    if again or preferred_tool_backend not in _LOADED:
         entry = _entry(preferred_tool_backend)
-        kept = None if entry is None else _read(entry)
-        if kept is None:
-            kept = _build(preferred_tool_backend)
-            if entry is not None:
-                _keep(entry, kept)
-        _LOADED[preferred_tool_backend] = kept
+        kept = None if entry is None or again else _read(entry)
+        if kept is None and entry is not None:
+            with _building(entry):
+                kept = None if again else _read(entry)  # another process may have kept them meanwhile
+                if kept is None:
+                    kept = _build(preferred_tool_backend)
+                    _keep(entry, kept)
+        _LOADED[preferred_tool_backend] = kept if kept is not None else _build(preferred_tool_backend)
     return _LOADED[preferred_tool_backend]
 
 
@@ -133,11 +224,15 @@ def load_scenarios(names: list[str] | None, preferred_tool_backend: str = "DEFAU
     Built once per process and backend (or read back from the cache); later calls restore the random
     state ToolSandbox's CLI would have after building them, so the run order matches its own.
     """
-    everything, state = _built(preferred_tool_backend)
-    random.setstate(state)
-    if names is None:
-        return dict(everything)
-    unknown = sorted(set(names) - set(everything))
+    built = _built(preferred_tool_backend)
+    wanted = built.names if names is None else names
+    unknown = sorted(set(wanted) - set(built.names))
     if unknown:
         raise ScenarioError(f"unknown scenario name(s) {unknown[:5]}; list them with 'dynsteer scenarios'")
-    return {n: everything[n] for n in names}
+    try:
+        chosen = {n: built.get(n) for n in wanted}
+    except _BrokenEntryError:  # a kept scenario does not read back: build them all again
+        built = _built(preferred_tool_backend, again=True)
+        chosen = {n: built.get(n) for n in wanted}
+    random.setstate(built.state)
+    return chosen
