@@ -299,6 +299,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     is over changes nothing (``_ignore_interrupts``).
     """
     program = argv is None
+    if program:
+        _one_polars_thread()
     try:
         code = _main(sys.argv[1:] if argv is None else argv)
         if program:
@@ -313,6 +315,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             _ignore_interrupts()
         print("dynsteer: interrupted; files written so far are kept", file=sys.stderr)
         return EXIT_INTERRUPTED
+
+
+def _one_polars_thread() -> None:
+    """Size polars' thread pool to one thread unless the user chose (``POLARS_MAX_THREADS``), before polars is imported.
+
+    ToolSandbox keeps each scenario's state in small polars frames, where a pool of one thread per core only adds
+    hand-offs (ToolSandbox's own evaluation of a 14-turn loop: 16 s of CPU on one thread, 19.5 s on two, no faster),
+    and ``-p N`` workers would start N pools competing for the cores. Worker processes inherit the setting.
+    """
+    os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 
 def _main(argv: Sequence[str]) -> int:

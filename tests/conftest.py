@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,10 @@ from fake_llm import PRICE_IN, PRICE_OUT, FakeLLMServer
 from privileges import pyfunc_call
 
 from dynsteer_hook import cli
+
+# As the dynsteer command does (cli._one_polars_thread), before ToolSandbox imports polars: one worker per core runs the
+# tests, and the subprocesses they start inherit the setting.
+os.environ.setdefault("POLARS_MAX_THREADS", "1")
 
 
 @pytest.hookimpl(tryfirst=True)
