@@ -112,16 +112,21 @@ def _decisions(out: Path) -> dict[str, Any]:
 def test_run_on_ray_decides_as_local_processes(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """``dynsteer run --engine ray`` (a local Ray instance) plays the scenarios as Ray tasks to the same verdicts,
     summaries and ToolSandbox similarities as ``--engine local`` (in this process: that local worker processes decide
-    as one process does is tests/toolsandbox/test_live.py's)."""
+    as one process does is tests/toolsandbox/test_live.py's). The agent halts on one scenario (it steps on a minefield)
+    and solves the other (scrambled tool names)."""
+    minefield = json.loads((SCRIPTS / "minefield_agent.json").read_text())
+    [halting] = [n for n in minefield if not n.startswith("_")]
+    script = tmp_path / "mixed.json"
+    script.write_text(json.dumps({halting: minefield[halting], SCRAMBLED: json.loads((SCRIPTS / "clean_solver.json").read_text())[SCRAMBLED]}))
     outs = {}
     for engine, processes in (("local", "1"), ("ray", "2")):
-        argv = ["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "looping_agent.json"),
-                "-s", B, SCRAMBLED, "-p", processes, "-o", str(tmp_path / engine), "--engine", engine, "--blueprints", str(BLUEPRINTS)]
+        argv = ["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(script),
+                "-s", halting, SCRAMBLED, "-p", processes, "-o", str(tmp_path / engine), "--engine", engine, "--blueprints", str(BLUEPRINTS)]
         assert main(argv) == 0
         outs[engine] = _only_dir(tmp_path / engine)
     local, ray = (_decisions(outs[e]) for e in ("local", "ray"))
     assert local == ray
-    assert set(local) >= {B, SCRAMBLED} and local["halts_by_reason"]  # the looping agent is halted on both engines
+    assert local["halts_by_reason"] == {"fatal_minefield": 1} and local["outcomes"] == {"halted": 1, "completed": 1}, local
     similarity = {e: {r["name"]: r["similarity"] for r in json.loads((outs[e] / "result_summary.json").read_text())["per_scenario_results"]}
                   for e in outs}
     assert similarity["local"] == similarity["ray"]

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from shipped_runs import ShippedRuns
 from ts_support import SCRIPTS, script_names
 
 from dynsteer_hook.cli import main
@@ -34,16 +36,21 @@ def _sloppy(tmp: Path) -> Path:
 
 
 @pytest.fixture(scope="module")
-def agents(scenarios: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Three scripted agents over the same five scenarios, two recorded repeats each (native runs)."""
+def agents(scenarios: dict[str, Any], shipped_runs: ShippedRuns, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Three scripted agents over the same five scenarios, two recorded repeats each (native runs): the clean and the
+    alternative solvers are the session's shipped runs, the sloppy one is played here; a scripted agent's repeats are
+    the same rollout, so the second repeat is a copy of the first."""
     tmp = tmp_path_factory.mktemp("agents")
-    scripts = {"clean": SCRIPTS / "clean_solver.json", "alternative": SCRIPTS / "alternative_path.json", "sloppy": _sloppy(tmp)}
-    names = script_names("clean_solver")
+    sloppy = tmp / "sloppy" / "repeat_0"
+    options = RunOptions(agent="Scripted", user="Scripted", evaluator="native", script=_sloppy(tmp))
+    run_scenarios({n: scenarios[n] for n in script_names("clean_solver")}, options, sloppy, 1)
+    first = {"clean": shipped_runs("clean_solver", "native").folder, "alternative": shipped_runs("alternative_path", "native").folder,
+             "sloppy": sloppy}
     out: dict[str, Path] = {}
-    for agent, script in scripts.items():
+    for agent, played in first.items():
         for r in range(REPEATS):
-            options = RunOptions(agent="Scripted", user="Scripted", evaluator="native", script=script)
-            run_scenarios({n: scenarios[n] for n in names}, options, tmp / agent / f"repeat_{r}", 1)
+            if tmp / agent / f"repeat_{r}" != played:
+                shutil.copytree(played, tmp / agent / f"repeat_{r}")
         out[agent] = tmp / agent
     return out
 

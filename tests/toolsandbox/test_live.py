@@ -176,14 +176,19 @@ def _fingerprint(report: dict[str, Any]) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_two_processes_give_the_same_reports_as_one(scenarios: dict[str, Any], tmp_path: Path, runs: dict[tuple[str, str], Any]) -> None:
-    """-p 2 runs the hook inside spawn worker processes and yields the same reports as -p 1."""
-    for script in ("looping_agent", "alternative_path"):
-        par = play(scenarios, script, "dynsteer", tmp_path / script, processes=2)
-        seq_dir = runs[(script, "dynsteer")][1]
-        for name in par:
-            a = json.loads((tmp_path / script / "trajectories" / name / "dynsteer_report.json").read_text())
-            b = json.loads((seq_dir / "trajectories" / name / "dynsteer_report.json").read_text())
-            assert _fingerprint(a) == _fingerprint(b), name
+    """-p 2 runs the hook inside spawn worker processes and yields the same reports as -p 1: one pool plays the looping
+    agent (halted inside a worker) and the alternative path on the scenarios the looping agent does not play."""
+    played_by = {name: "looping_agent" for name in script_names("looping_agent")}
+    played_by |= {name: "alternative_path" for name in script_names("alternative_path") if name not in played_by}
+    mixed = tmp_path / "mixed.json"
+    mixed.write_text(json.dumps({name: json.loads((SCRIPTS / f"{script}.json").read_text())[name] for name, script in played_by.items()}))
+    options = RunOptions(agent="Scripted", user="Scripted", script=mixed)
+    par = run_scenarios({n: scenarios[n] for n in played_by}, options, tmp_path / "par", 2)
+    assert len(par) == len(played_by) >= 5 and any(r["dynsteer"]["halted"] for r in par)
+    for name, script in played_by.items():
+        a = json.loads((tmp_path / "par" / "trajectories" / name / "dynsteer_report.json").read_text())
+        b = json.loads((runs[(script, "dynsteer")][1] / "trajectories" / name / "dynsteer_report.json").read_text())
+        assert _fingerprint(a) == _fingerprint(b), name
 
 
 def test_recorded_events_replay_to_the_same_decisions(runs: dict[tuple[str, str], Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
