@@ -18,12 +18,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from dynsteer_hook.judges.steps import CallFacts
 from dynsteer_hook.model.records import FaultRecord, FirstError, StageRecord
+from dynsteer_hook.runtime.suspicions import READING, Made, OpenSuspicions, number
 
 _ASKING = re.compile(
     r"\?|\b(please (provide|tell|share|confirm|specify|let me know)|could you|can you|would you|do you|"
@@ -132,7 +133,6 @@ def first_error(records: Sequence[FaultRecord]) -> FirstError | None:
 # ---- rules on one call ---------------------------------------------------------------------------
 
 _TRIVIAL = frozenset({"0", "1", "-1"})
-_READING = "\x00reading"  # stands for a numeric reading without arguments (the clock) that later numeric work may have used
 _TOKEN = re.compile(r"[^\s,;:!?()\[\]{}\"']+")
 
 
@@ -168,59 +168,9 @@ def _leaves(value: Any, out: set[str], limit: int = 200) -> set[str]:
     return out
 
 
-def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
-        return None
-    return value if value == value and abs(value) != float("inf") else None
-
-
-def _close(n: float, m: float) -> bool:
-    """Two numbers within one part in a million (an agent may pass on a clock reading it rounded or re-read)."""
-    return abs(n - m) <= 1e-6 * max(abs(n), abs(m))
-
-
-class _Made:
-    """The values a result made, split once into numbers (parsed) and texts for the tests of their later use."""
-
-    __slots__ = ("numbers", "values", "words")
-
-    def __init__(self, values: set[str]) -> None:
-        parsed = [(v, _number(v)) for v in values]
-        self.values = frozenset(values)
-        self.numbers = tuple(n for _, n in parsed if n is not None)
-        self.words = tuple(v.casefold() for v, n in parsed if n is None and len(v) >= 4)  # the texts a message can quote
-
-
-def _used_by_call(given: set[str], numeric: bool) -> Callable[[_Made], bool]:
-    """A test of whether a call with argument values ``given`` used some value a result made: the same text, or a number
-    within one part in a million; with ``numeric`` (the call passed numbers on), a numeric reading too."""
-    numbers = [n for v in given if (n := _number(v)) is not None]
-
-    def used(made: _Made) -> bool:
-        if not made.values.isdisjoint(given) or (numeric and _READING in made.values):
-            return True
-        return any(_close(n, m) for n in made.numbers for m in numbers)
-
-    return used
-
-
 def _numbers(values: Collection[str]) -> list[float]:
     """The numbers among ``values``, trivial ones (0, 1, -1) left out."""
-    return [n for v in values if v not in _TRIVIAL and (n := _number(v)) is not None]
-
-
-def _in_message(text: str) -> Callable[[_Made], bool]:
-    """A test of whether a message used some value a result made: a number as one of its words (within one part in a
-    million), a text of four characters or more anywhere in it."""
-    numbers = [n for w in _TOKEN.findall(text[:5000]) if (n := _number(w.rstrip("."))) is not None]
-    folded = text[:5000].casefold()
-
-    def used(made: _Made) -> bool:
-        return any(_close(n, m) for n in made.numbers for m in numbers) or any(w in folded for w in made.words)
-
-    return used
+    return [n for v in values if v not in _TRIVIAL and (n := number(v)) is not None]
 
 
 class CallRules:
@@ -257,7 +207,7 @@ class CallRules:
         self._version = 0  # database changes seen so far: a read repeated with the world unchanged is redundant
         self._done: dict[bytes, int] = {}  # successful call -> state version when it last ran
         # off-task suspicions by k, with the values their call made and what it read (its subjects)
-        self._unused: dict[int, tuple[Fault, _Made, set[str]]] = {}
+        self._unused: OpenSuspicions[Fault] = OpenSuspicions()
         self._called_at = 0  # the last action that made calls
         self._concluded = False  # whether the agent's last action was a message alone that asked the user nothing
 
@@ -292,16 +242,16 @@ class CallRules:
             given = _leaves(c.arguments, set())
             numeric = bool(_numbers(given))  # numbers: the agent went on to work with numbers
             wrote = _subjects(c) if c.ok and c.mutated else set()  # a change acts on what was read of the state it writes
-            self._results_used(_used_by_call(given, numeric), before=t, wrote=wrote)
+            self._unused.used_by_call(given, numeric, before=t, wrote=wrote)
         # Only a reading can be off task: a call that changed the world settling nothing is a side effect, which the
         # safety judge weighs (it may be a prerequisite the blueprint does not name, such as turning a service on).
         if fault is None and c.settled is None and not owned and not c.mutated and not self._status_check(c) and len(self._unused) < self._limit:
             off = Fault(c.k_call, t, c.tool, "efficiency", "off_task", f"{c.tool} settles nothing, no milestone of the task "
                         "uses it and no later call or message used its result")
             made = {v for v in _leaves(c.result, set()) if v not in _TRIVIAL}
-            if not c.arguments and _number(str(c.result)) is not None and not isinstance(c.result, bool):
-                made.add(_READING)  # a reading like the clock informs later numbers computed from it
-            self._unused[c.k_call] = (off, _Made(made), _subjects(c))
+            if not c.arguments and number(str(c.result)) is not None and not isinstance(c.result, bool):
+                made.add(READING)  # a reading like the clock informs later numbers computed from it
+            self._unused.add(c.k_call, off, t, Made(made), _subjects(c))
         if fault is not None:
             self._ledger.add(fault)
         if c.ok:
@@ -318,7 +268,8 @@ class CallRules:
         user nothing concludes the agent's work, until its next action."""
         self._concluded = t != self._called_at and not asks_user(text)
         if self._unused:
-            self._results_used(_in_message(text))
+            numbers = [n for w in _TOKEN.findall(text[:5000]) if (n := number(w.rstrip("."))) is not None]
+            self._unused.used_by_message(text[:5000].casefold(), numbers)
 
     def finish(self, completed: bool, ended: bool = False, last_settled: int = 0) -> None:
         """Turn the off-task suspicions into faults once nothing can use their results any more.
@@ -332,7 +283,7 @@ class CallRules:
         failed attempts or by giving up may have been meant for the work left undone.
         """
         concluded = ended and self._concluded
-        for fault, _, _ in self._unused.values():
+        for fault in self._unused:
             if completed or (concluded and fault.t < last_settled):
                 self._ledger.add(fault)
 
@@ -341,10 +292,3 @@ class CallRules:
         if c.arguments or c.mutated or isinstance(c.result, (Mapping, list, tuple)) or c.result is None:
             return False
         return any(_subject(name) in self._subjects for name in (c.tool, c.canonical_tool) if name)
-
-    def _results_used(self, used: Callable[[_Made], bool], before: int | None = None, wrote: Collection[str] = ()) -> None:
-        """Forget the off-task suspicion of calls (of actions before ``before``, when given) whose result a later
-        call or message used, or that read what a later change wrote (a subject in ``wrote``)."""
-        for k in [k for k, (f, values, read) in self._unused.items()
-                  if (before is None or f.t < before) and (used(values) or not read.isdisjoint(wrote))]:
-            del self._unused[k]
