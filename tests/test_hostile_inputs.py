@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from builders import blueprint, call, result
 from fake_llm import FakeLLMServer
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from judge_runs import standard_reply
 from test_cli_evaluate import one_sentence_error
 from test_judge_cache import _client, _request
@@ -26,7 +28,7 @@ from dynsteer_hook.llm.cache import CachedJudgeClient
 from dynsteer_hook.model.blueprint import Minefield
 from dynsteer_hook.model.errors import BlueprintError, OutputError
 from dynsteer_hook.model.events import ToolCall, event_to_record
-from dynsteer_hook.model.json_text import JsonTextError, loads
+from dynsteer_hook.model.json_text import JsonTextError, loads, value_surrogate
 from dynsteer_hook.model.predicates import ArgPredicate
 from dynsteer_hook.model.records import MAX_LISTED
 from dynsteer_hook.model.spelling import spelled_in
@@ -51,6 +53,24 @@ def test_every_reason_json_cannot_be_used_is_one_error(text: str, words: str) ->
     """Digit limits, surrogates, depth and non-finite numbers are one JsonTextError, never a bare ValueError."""
     with pytest.raises(JsonTextError, match=words):
         loads(text)
+
+
+# Strings mixing plain text, escapes' look-alikes and lone surrogates; values nest them as JSON does.
+_TEXTS = st.text(alphabet=st.sampled_from(["a", "\\", "u", "d", "8", "0", "\ud800", "\udfff", "\U0001f600", '"']), max_size=8)
+_VALUES = st.recursive(st.none() | st.integers() | _TEXTS,
+                       lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXTS, inner, max_size=3), max_leaves=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_VALUES, ascii_only=st.booleans())
+def test_a_lone_surrogate_is_refused_however_the_text_spells_it(value: Any, ascii_only: bool) -> None:
+    """Escaped (\\ud800) or raw in the text, at any depth, in a key or a value: refused exactly when the value holds one."""
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    if value_surrogate(value):
+        with pytest.raises(JsonTextError, match="lone UTF-16 surrogate"):
+            loads(text)
+    else:
+        assert loads(text) == value
 
 
 @pytest.mark.parametrize("value", [BIG, SURROGATE])

@@ -130,6 +130,7 @@ def loads(text: str | bytes, *, surrogates: bool = False, limit: int = MAX_JSON_
         if "digits" in str(exc):
             raise JsonTextError("holds an integer of more than 4300 digits, which Python will not parse") from None
         raise JsonTextError(f"is not valid JSON ({str(exc)[:120]})") from None
-    if not surrogates and value_surrogate(value):
+    # A lone surrogate reaches the value only as a raw character of the text or a backslash-u escape (JSON has no other).
+    if not surrogates and ("\\u" in text or _SURROGATE.search(text)) and value_surrogate(value):
         raise JsonTextError("holds a lone UTF-16 surrogate (such as \\ud800), which is no text any encoder can write")
     return value
