@@ -94,8 +94,16 @@ def run_rows(results: Iterable[Mapping[str, Any]], *, prefix: str = "") -> list[
             "calls": d.get("judge_calls", 0) if d else None,
             "cost": _num(d.get("judge_cost_usd", 0.0)) if d else None,
             "secs": _num(d.get("rollout_seconds")),
+            **_recording_fields(r.get("recording")),
         })
     return rows
+
+
+def _recording_fields(rec: Any) -> dict[str, Any]:
+    """A re-executed recording's similarity as recorded and whether it reproduced (``dynsteer rerun``), else nothing."""
+    if not isinstance(rec, Mapping):
+        return {}
+    return {"rec": _num(rec.get("recorded_similarity")), "repro": rec.get("reproduced") if isinstance(rec.get("reproduced"), bool) else None}
 
 
 def _crash(r: Mapping[str, Any]) -> str | None:

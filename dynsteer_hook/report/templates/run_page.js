@@ -72,6 +72,7 @@
     var sim = td(tr, "num", fixed(r.sim, 3));
     if (r.ms !== null) sub(sim, "milestone " + fixed(r.ms, 2));
     if (r.mf !== null) sub(sim, "minefield " + fixed(r.mf, 2));
+    if (r.rec !== undefined && r.rec !== null) sub(sim, "recorded " + fixed(r.rec, 3) + (r.repro === false ? ", not reproduced" : ""));
     var stop = td(tr, "stop");
     breakable(stop, r.stop);
     sub(stop, r.clock);

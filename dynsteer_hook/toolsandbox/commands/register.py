@@ -8,6 +8,7 @@ from typing import Any
 from dynsteer_hook.toolsandbox.commands.compile import add_compile_parser
 from dynsteer_hook.toolsandbox.commands.quality import add_blueprint_eval_parser
 from dynsteer_hook.toolsandbox.commands.replay import add_compare_parser, add_replay_parser
+from dynsteer_hook.toolsandbox.commands.rerun import add_rerun_parser
 from dynsteer_hook.toolsandbox.commands.run import add_demo_parser, add_run_parser, add_scenarios_parser
 
 COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
@@ -17,6 +18,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("scenarios", add_scenarios_parser),
     ("compile", add_compile_parser),
     ("replay", add_replay_parser),
+    ("rerun", add_rerun_parser),
     ("compare", add_compare_parser),
 )
 """Each subcommand's name and the function that declares it (and adds its flags)."""

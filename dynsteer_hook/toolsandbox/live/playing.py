@@ -17,9 +17,10 @@ traceback, and its report says ``crashed`` with the reason.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.outputs import open_log
@@ -112,33 +113,49 @@ def run_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions
         return ScenarioResult.crashed(name, scenario.categories, exc, scenario.max_messages).record()
 
 
-def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions, output_directory: Path) -> ScenarioResult:
-    """Play and evaluate one scenario; never raises for a failing rollout, a full disk or Ctrl-C (each is recorded)."""
+class PlannedAgent(Protocol):
+    """An agent that plays a known list of steps (scripted or recorded): a halt can say how many it kept from playing."""
+
+    @property
+    def steps(self) -> Sequence[Any]: ...
+
+    @property
+    def turn(self) -> int: ...
+
+
+def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOptions, output_directory: Path,
+                  roles: tuple[dict[RoleType, BaseRole], PlannedAgent | None] | None = None,
+                  scenario_name: str | None = None) -> ScenarioResult:
+    """Play and evaluate one scenario; never raises for a failing rollout, a full disk or Ctrl-C (each is recorded).
+
+    ``roles`` (the roles, and the agent when it plays known steps) replaces the roles ``options`` names;
+    ``scenario_name`` is the scenario's own name when ``name`` (the rollout's folder and result) is another.
+    """
     name, scenario = name_and_scenario
     control = interrupts.current()
     if control.stopping():
         return ScenarioResult.stopped(name, scenario.categories, NOT_STARTED)
     output_directory.mkdir(parents=True, exist_ok=True)
     repairs = TextRepairs()
-    roles, scripted = _build_roles(name, options)
-    roles = {rt: guard_text(role, repairs) for rt, role in roles.items()}  # text no encoder accepts never reaches the tables
+    played_roles, scripted = roles if roles is not None else _build_roles(name, options)
+    played_roles = {rt: guard_text(role, repairs) for rt, role in played_roles.items()}  # text no encoder accepts never reaches the tables
     if options.evaluator != "dynsteer":
         try:
             with control.armed():
-                return _with_llm_spending(_play(name, scenario, roles, output_directory), roles)
+                return _with_llm_spending(_play(name, scenario, played_roles, output_directory), played_roles)
         except KeyboardInterrupt:
             return ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
-    return _play_live(name, scenario, roles, scripted, options, output_directory, control, repairs)
+    return _play_live(name, scenario, played_roles, scripted, options, output_directory, control, repairs, scenario_name or name)
 
 
-def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], scripted: ScriptedAgent | None, options: RunOptions,
-               output_directory: Path, control: InterruptControl, repairs: TextRepairs) -> ScenarioResult:
+def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], scripted: PlannedAgent | None, options: RunOptions,
+               output_directory: Path, control: InterruptControl, repairs: TextRepairs, scenario_name: str) -> ScenarioResult:
     """dynsteer live in the loop: the roles hand their rows to the hook, which judges them and writes the report."""
     trajectory = output_directory / "trajectories" / name
-    path = blueprint_path(options.blueprint_dir or default_blueprint_dir(), name)
+    path = blueprint_path(options.blueprint_dir or default_blueprint_dir(), scenario_name)
     bp = load_blueprint(path)
     prov = bp.provenance
-    stale = bool(prov and prov.public_view_hash and prov.public_view_hash != public_view(name, scenario).digest())
+    stale = bool(prov and prov.public_view_hash and prov.public_view_hash != public_view(scenario_name, scenario).digest())
     sink = open_log(trajectory / AUDIT_LOG)
     observers: list[RolloutHook] = [EventFileHook(trajectory / EVENTS_FILE)] if options.write_events else []
     observers += options.observers

@@ -20,6 +20,30 @@ from dynsteer_hook.model.records import NativeSimilarity
 from dynsteer_hook.report.run_summary import DynsteerBlock, Stopping
 
 
+class Reexecution(BaseModel):
+    """How a re-executed recording (``dynsteer rerun``) compares with the recording.
+
+    ``reproduced`` is true when every call was answered as recorded and ToolSandbox's similarity equals the
+    recorded one, false at the first divergence (named with the recording's step) or a different similarity,
+    and ``None`` when it cannot be told (a halt cut the rollout before the recording's end with every answer
+    equal so far; or the recording has no similarity).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    scenario: str
+    started_at: str | None = None
+    built_at: str | None = None  # when the recorded scenario was built, where known
+    built_from: str | None = None  # "recording", or the recording of the same run that told it
+    recorded_similarity: float | None = None
+    reproduced: bool | None = None
+    divergence: dict[str, str] | None = None
+    moves: int = 0
+    played: int = 0
+    compared_calls: int = 0
+
+
 class ScenarioResult(BaseModel):
     """One played (or stopped) scenario; fields that were never set stay out of its record."""
 
@@ -39,6 +63,7 @@ class ScenarioResult(BaseModel):
     dynsteer: DynsteerBlock | None = None
     agent_llm: dict[str, Any] | None = None
     user_llm: dict[str, Any] | None = None
+    recording: Reexecution | None = None
 
     @classmethod
     def evaluated(cls, name: str, categories: list[Any], evaluation: Any) -> ScenarioResult:
