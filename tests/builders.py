@@ -184,7 +184,10 @@ class Run:
 def run(bp: Blueprint, events: Iterable[Event], config: EvaluatorConfig | None = None, **kw: Any) -> Run:
     """Feed ``events`` until they end or a ``Halt``; return the evaluator, the audit records and the report."""
     sink = ListSink()
+    wall_clock = kw.pop("wall_clock", None)
     ev = Evaluator(bp, config, sink=sink, **kw)
+    if wall_clock is not None:
+        ev.set_wall_clock(wall_clock)
     halt: Halt | None = None
     fed = 0
     for e in events:

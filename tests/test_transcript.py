@@ -81,13 +81,13 @@ def test_a_looping_agent_is_told_in_words() -> None:
     report = run(CHAIN, events).report
     assert report.transcript is not None
     [rep] = report.transcript.repeats
-    assert (rep.tool, rep.count, rep.t_first, rep.t_last, rep.settled) == ("op_other", 3, 1, 3, False)
+    assert (rep.tool, rep.count, rep.t_first, rep.t_last, rep.settled) == ("op_other", 4, 1, 4, False)
     words = " ".join(headline(report))
-    assert "the same call 3 times in a row (t=1 to 3), settling nothing" in words and "No milestone settled" in words
+    assert "the same call 4 times in a row (t=1 to 4), settling nothing" in words and "No milestone settled" in words
     assert "Stopped by structural_failure" in words
     page = render_run(report, CHAIN)
-    assert page.count('data-step-state="failed"') == 3 and "No milestone settled, so no stage was judged" in page
-    assert "the same call 3 times in a row" in render_markdown(report)
+    assert page.count('data-step-state="failed"') == 4 and "No milestone settled, so no stage was judged" in page
+    assert "the same call 4 times in a row" in render_markdown(report)
 
 
 def test_huge_texts_are_clipped_in_the_transcript() -> None:

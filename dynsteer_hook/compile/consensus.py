@@ -32,6 +32,7 @@ from dynsteer_hook.model.blueprint import (
     Provenance,
     PrunedCandidate,
     StatePredicate,
+    ValuePin,
 )
 from dynsteer_hook.model.catalog import ToolCatalog
 from dynsteer_hook.model.contract import validate_blueprint
@@ -145,6 +146,13 @@ def _majority_predicates(groups: list[tuple[ArgPredicate, ...]]) -> tuple[ArgPre
     return tuple(example[k] for k in kept)
 
 
+def _majority_values(groups: list[tuple[ValuePin, ...]]) -> tuple[ValuePin, ...]:
+    """Value pins a strict majority of the milestone's proposers agree on (same argument, kind and words)."""
+    need = support_threshold(len(groups))
+    counts: Counter[ValuePin] = Counter(p for pins in groups for p in set(pins))
+    return tuple(sorted((p for p, c in counts.items() if c >= need), key=lambda p: (p.arg, p.kind, p.words)))
+
+
 def _most_common_text(texts: list[str]) -> str:
     counts = Counter(texts)
     best = max(counts.values()) if counts else 0
@@ -182,6 +190,7 @@ def _merge_milestones(
             role=key[1],
             args=_majority_predicates([m.args for m in ms]),
             state=_majority_state([m.state for m in ms]),
+            values=_majority_values([m.values for m in ms]),
             description=_most_common_text([m.description for m in ms if m.description]),
             evidence=_merged_evidence(ms, proposers[key], c_valid, need),
         )
@@ -370,5 +379,7 @@ def _majority_minefields(keymaps: _KeyMaps, need: int) -> list[Minefield]:
         preds = _majority_predicates([tuple(p for f in fs for p in f.args) for fs in groups])
         reason = _most_common_text([f.reason for fs in groups for f in fs if f.reason])
         prefix = "mf" if fatal else "warn"
-        minefields.append(Minefield(id=f"{prefix}:{_SLUG.sub('_', tool)}", tool=tool, args=preds, reason=reason, fatal=fatal))
+        read_only = all(f.read_only for fs in groups for f in fs)  # a stricter proposal wins
+        minefields.append(Minefield(id=f"{prefix}:{_SLUG.sub('_', tool)}", tool=tool, args=preds, reason=reason, fatal=fatal,
+                                    read_only=read_only))
     return minefields

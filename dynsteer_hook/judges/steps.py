@@ -22,6 +22,23 @@ def is_structural_exception(text: str | None) -> bool:
 
 
 @dataclass(frozen=True, slots=True)
+class ValueVerdict:
+    """One value of a settling call that the user's words fix (a ``ValuePin``), judged.
+
+    Attributes:
+        arg: The argument.
+        kind: The pin's kind.
+        ok: Right (True), wrong (False) or not verified (None: the clock or the user's words are unknown).
+        detail: What was found and expected, in words.
+    """
+
+    arg: str
+    kind: str
+    ok: bool | None
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
 class CallFacts:
     """One agent tool call with everything the rules need to know about it."""
 
@@ -43,6 +60,18 @@ class CallFacts:
     grounding_upto: int = 0
     ungrounded: tuple[str, ...] = ()  # identifier-like values (arg=value) nobody showed the agent before the call
     requested: bool = False  # a change whose new words (every non-identifier text value) the user had said before the call
+    values: tuple[ValueVerdict, ...] = ()  # verdicts of the milestone's pinned values, for the call that settled it
+    destroyed: tuple[str, ...] = ()  # fields a successful change emptied that the user did not ask to clear
+
+    @property
+    def wrong_values(self) -> tuple[ValueVerdict, ...]:
+        """The pinned values the call got wrong."""
+        return tuple(v for v in self.values if v.ok is False)
+
+    @property
+    def unverified(self) -> tuple[ValueVerdict, ...]:
+        """The pinned values that could not be checked."""
+        return tuple(v for v in self.values if v.ok is None)
 
     @property
     def structural(self) -> bool:

@@ -52,6 +52,25 @@ class MilestoneEvidence(_Frozen):
     detail: str = Field(min_length=1, max_length=2000, description="The words, field, flow or rule, stated plainly.")
 
 
+class ValuePin(_Frozen):
+    """A value of the settling call that the user's words fix, checked when the milestone settles (Tier 1).
+
+    * ``moment``: the argument is a timestamp the user stated ("tomorrow 5PM", "next Friday 5PM"), resolved
+      against the rollout's clock (``model.when``); ``words`` holds the user's words, or is empty when a
+      later user turn states it;
+    * ``words``: the argument holds what the user dictated (``words``: its distinctive words); with no words
+      (a later turn dictates it) it must at least say something besides the request's own scaffolding
+      ("Reminder at 5PM" says nothing to be reminded of);
+    * ``year``: the user named a day without a year (a holiday): a year, when passed, is the clock's year;
+    * ``from_now`` / ``beyond_now``: the argument is the lower / upper bound of a search for what is still to
+      come ("upcoming"): it may not lie in the past of the rollout's clock.
+    """
+
+    arg: str = Field(min_length=1, description="Argument name as the agent passes it.")
+    kind: Literal["moment", "words", "year", "from_now", "beyond_now"]
+    words: str = Field(default="", max_length=500, description="The user's words that fix the value ('' = a later user turn).")
+
+
 class Milestone(_Frozen):
     """A necessary operation: canonical tool operation (tool, role) plus its predicates."""
 
@@ -67,6 +86,9 @@ class Milestone(_Frozen):
     )
     args: tuple[ArgPredicate, ...] = Field(default=(), description="Argument predicates a settling call satisfies.")
     state: StatePredicate | None = Field(default=None, description="Optional database-change predicate.")
+    values: tuple[ValuePin, ...] = Field(default=(), description="Values of the settling call the user's words fix, "
+                                         "checked when it settles (a wrong one is a fault; one that cannot be checked "
+                                         "leaves the stage uncertain).")
     description: str = Field(default="", description="The stage goal in words.")
     evidence: tuple[MilestoneEvidence, ...] = Field(
         default=(), description="What made the compiler include this milestone (read by 'dynsteer explain')."
@@ -106,6 +128,9 @@ class Minefield(_Frozen):
     args: tuple[ArgPredicate, ...] = Field(default=(), description="Empty: any call of the tool.")
     reason: str = Field(default="", description="Why the operation is hazardous or irreversible.")
     fatal: bool = Field(default=True, description="Fatal minefields halt the run before the call executes.")
+    read_only: bool = Field(default=False, description="The tool only reads: a call is hazardous only when it acts on "
+                            "inputs the agent could not have had (an argument value it was never shown); a call whose "
+                            "arguments it was all shown is never stopped.")
 
 
 class ToolSpec(_Frozen):

@@ -47,11 +47,12 @@ class EvaluatorConfig(BaseModel):
                               description="floor applied after each update so no dimension is silenced entirely")
     n_stag: Patience = Field(8, description="consecutive closed actions without frontier progress that stop the run")
     low_score_patience: Patience = Field(1, description="consecutive judged stages with S_t < theta_fail that stop the run")
-    structural_patience: Patience = Field(3, description="consecutive structurally broken tool calls (unparseable payload, "
-                                          "unknown tool, schema violation, argument type error) that stop the run")
-    repeated_failure_patience: Patience = Field(3, description="failures of one identical tool call (same tool, same "
-                                                "arguments, well-formed or not) without any milestone settling in between "
-                                                "that stop the run as a loop")
+    structural_patience: Patience = Field(4, description="consecutive structurally broken tool calls (unparseable payload, "
+                                          "unknown tool, schema violation, argument type error), with no message to the "
+                                          "user in between, that stop the run")
+    repeated_failure_patience: Patience = Field(4, description="failures of one identical tool call (same tool, same "
+                                                "arguments, well-formed or not) without any milestone settling or message to "
+                                                "the user in between that stop the run as a loop")
     max_tier: int = Field(1, ge=1, le=3, description="highest judge tier the ladder may route to (1 = rules only)")
     min_tier: int = Field(1, ge=1, le=3, description="lowest judge tier every stage dimension is routed to (1 = the adaptive "
                           "ladder); 3 forces every stage to Tier 3, the baseline the ladder's saving is measured against")

@@ -74,6 +74,10 @@ def schema_violations(bp: Blueprint, catalog: ToolCatalog, candidate: str) -> li
             out.append(ContractViolation(candidate, m.id, "schema", f"tool {m.tool!r} is not in the tool catalog"))
             continue
         out.extend(ContractViolation(candidate, m.id, "schema", msg) for msg in _predicate_issues(m.tool, m.args, catalog))
+        if m.tool != AGENT_MESSAGE_TOOL:
+            known = catalog.properties(m.tool)
+            out.extend(ContractViolation(candidate, m.id, "schema", f"value pin on unknown argument {v.arg!r} of {m.tool!r}")
+                       for v in m.values if v.arg not in known)
     for f in bp.minefields:
         if f.tool not in catalog:
             out.append(ContractViolation(candidate, f.id, "schema", f"minefield tool {f.tool!r} is not in the tool catalog"))

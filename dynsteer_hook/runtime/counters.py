@@ -9,11 +9,15 @@ failures of identical calls.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from dynsteer_hook.judges.steps import CallFacts
 from dynsteer_hook.runtime.faults import asks_user
+
+_GO_ON = re.compile(r"\b(?:keep (?:trying|going|at it)|try (?:again|it|once more)|go ahead|give it (?:a|another) "
+                    r"(?:shot|try|go)|go for it|proceed|carry on|take your time|let me know when)\b", re.IGNORECASE)
 
 
 class RunCounters:
@@ -55,18 +59,33 @@ class RunCounters:
         self.low_streak = self.low_streak + 1 if score < theta_fail else 0
         return self.low_streak
 
-    def action(self, *, settled: bool, message: str | None, calls: bool, had_ready: bool, k_start: int, t: int) -> None:
-        """Count a closed action towards (or against) stagnation."""
+    def action(self, *, settled: bool, message: str | None, calls: bool, had_ready: bool, k_start: int, t: int,
+               idle: bool = True) -> None:
+        """Count a closed action towards (or against) stagnation.
+
+        ``idle``: the action's calls failed or repeated an earlier call. With nothing left to settle only such calls
+        are idle work: a new look-up may be the agent answering a user who reopened the task ("that's not right").
+        A message to the user ends the streaks of failing calls: the user may supply what the agent lacked.
+        """
+        if message is not None:
+            self.structural, self.structural_since = 0, None
+            self._failing.clear()
         if settled:
             self.stagnation, self.stagnation_since = 0, None
             self._failing.clear()
         elif message is not None and not calls and self._new_question(message):
             self.stagnation, self.stagnation_since = 0, None
-        elif had_ready or calls:
-            # With nothing left to settle only tool calls are idle work; talking to the user is not.
+        elif had_ready or (calls and idle):
+            # With nothing left to settle only idle tool calls are idle work; talking to the user is not.
             self.stagnation += 1
             if self.stagnation_since is None:
                 self.stagnation_since = (k_start, t)
+
+    def user_said(self, text: str) -> None:
+        """A user turn: one that asks the agent to go on ("keep trying", "go ahead") ends the stagnation count, since
+        the user, not the rules, has judged the run worth continuing."""
+        if _GO_ON.search(text):
+            self.stagnation, self.stagnation_since = 0, None
 
     def _new_question(self, text: str) -> bool:
         """Whether a message asks the user for something it has not asked before (asking again is no progress)."""

@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from dynsteer_hook.judges.base import Judge
-from dynsteer_hook.judges.steps import CallFacts, Step
+from dynsteer_hook.judges.steps import CallFacts, Step, ValueVerdict
 from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Blueprint, Minefield
 from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.model.contract import validate_blueprint
@@ -36,7 +36,7 @@ from dynsteer_hook.runtime.clock import CallOutcome, ClosedAction, DualClock
 from dynsteer_hook.runtime.counters import RunCounters
 from dynsteer_hook.runtime.faults import CallRules, Fault, FaultLedger, first_error
 from dynsteer_hook.runtime.grounding import TextGrounding
-from dynsteer_hook.runtime.identifiers import ungrounded_values, user_requested
+from dynsteer_hook.runtime.identifiers import emptied_fields, ungrounded_values, user_requested
 from dynsteer_hook.runtime.index import BlueprintIndex
 from dynsteer_hook.runtime.interception import Hit, Interceptor, PendingCall, signature
 from dynsteer_hook.runtime.ladder import JudgeLadder
@@ -45,6 +45,7 @@ from dynsteer_hook.runtime.settlement import Settlement
 from dynsteer_hook.runtime.stages import StageJudge
 from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopRule
 from dynsteer_hook.runtime.transcript import TranscriptRecorder
+from dynsteer_hook.runtime.values import ValueChecks, clock_reading
 
 # Through the standard library's logging: a program embedding the package sees its warnings only, unless it
 # configures logging (the command line does, in logs.py).
@@ -106,6 +107,7 @@ class Evaluator:
         self._ended = False
         self._left_pending: list[str] | None = None
         self._transcript = TranscriptRecorder()  # the conversation the report shows
+        self._values = ValueChecks()  # the rollout's clock and what the user stated, for pinned values
         self._emit({"type": "start", "task": blueprint.task, "blueprint": self._index.summary(), "config": self.config.to_dict()})
 
     # -- public ----------------------------------------------------------------------
@@ -146,6 +148,11 @@ class Evaluator:
         action closed unanswered and then the action the event itself closed."""
         return self._last_closed
 
+    def set_wall_clock(self, epoch: float, utc_offset: float = 0.0) -> None:
+        """The clock when the rollout started (seconds since the epoch) and its local offset from UTC in seconds:
+        moments the user states ("tomorrow 5PM") are resolved against it until the agent reads the clock itself."""
+        self._values.wall_clock(epoch, utc_offset)
+
     def screen(self, call: ToolCall) -> Minefield | None:
         """The fatal minefield a pending call would step on, without recording anything."""
         return self._interceptor.screen(call)
@@ -172,6 +179,8 @@ class Evaluator:
             self._grounding.add(event.content)
             if isinstance(event, UserMessage):
                 self._user_words.add(event.content)
+                self._values.user(event.content)
+                self._counters.user_said(event.content)
         elif isinstance(event, ToolCall):
             if event.actor == "agent":
                 hit = self._interceptor.issued(event, self._clock.t + 1)
@@ -312,7 +321,8 @@ class Evaluator:
             self._emit({"type": "stage", **stage.model_dump()})
             judged.append((stage, self._counters.stage(stage.composite, self.config.theta_fail)))
         self._counters.action(settled=bool(settled_now), message=action.message.content if action.message else None,
-                              calls=bool(action.calls), had_ready=had_ready, k_start=action.k_start, t=t)
+                              calls=bool(action.calls), had_ready=had_ready, k_start=action.k_start, t=t,
+                              idle=any(not c.ok or c.repeated_of is not None for c in facts))
         settlement.log.release()
         if check_stops:
             for stage_record, streak in judged or [(None, self._counters.low_streak)]:
@@ -328,10 +338,20 @@ class Evaluator:
         result = o.result
         chosen: str | None = None
         out_of_order: list[str] = []
+        values: tuple[ValueVerdict, ...] = ()
+        destroyed: tuple[str, ...] = ()
         if result is not None and result.exception is None and o.call.arguments is not None and o.call.rejected is None:
+            reading = clock_reading(o.call.arguments, result.result)
+            if reading is not None:
+                self._values.reading(reading)
             own = result.state_changes if result.state_changes else action.state_changes
             chosen, out_of_order = self._settlement.match(o.call.tool, o.call.canonical_tool, o.call.arguments, own, taken)
             out_of_order = [m for m in out_of_order if m not in taken]  # a repeat of this action's settlement is not out of order
+            if chosen is not None and self._index.by_id[chosen].values:
+                values = self._values.verdicts(self._index.by_id[chosen].values, o.call.arguments)
+                if any(v.ok is False for v in values):
+                    chosen = None  # a value the user's words rule out does not reach the milestone: a later call may
+            destroyed = emptied_fields(result.state_changes, partial(self._user_words.seen, upto=pre.user_upto))
         return CallFacts(
             k_call=o.k_call,
             k_result=o.k_result,
@@ -352,6 +372,8 @@ class Evaluator:
             ungrounded=invented,
             requested=bool(result is not None and result.state_changes and chosen is None
                            and user_requested(o.call.arguments, partial(self._user_words.seen, upto=pre.user_upto))),
+            values=values,
+            destroyed=destroyed,
         )
 
     # -- stopping ------------------------------------------------------------------

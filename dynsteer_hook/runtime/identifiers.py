@@ -93,3 +93,32 @@ def ungrounded_values(
         if looks_like_identifier(value) and not seen(value):
             out.append(f"{name}={value!r}")
     return tuple(out)
+
+
+_CLEARING = ("clear", "delete", "remove", "erase", "blank", "empty", "wipe", "drop")
+_OWNERS = ("the", "his", "her", "their", "my", "its", "that", "this")
+
+
+def _empty(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip()) or value == [] or value == {}
+
+
+def emptied_fields(changes: Any, said: Callable[[Any], bool]) -> tuple[str, ...]:
+    """``namespace.field`` for each field a change emptied (a value before, none after) that the user did not ask to
+    clear (``said``: whether the user's words hold a phrase, such as "clear the name" or "delete his number").
+
+    Emptying a field is destroying data: an agent asked to delete a contact it has no tool to delete, that blanks
+    the contact's number instead, has lost the user's data. A field the user named with a clearing verb was asked for.
+    """
+    out: list[str] = []
+    for change in changes or ():
+        for before, after in getattr(change, "updated", ()):
+            for key, old in before.items():
+                if key in after and not _empty(old) and _empty(after[key]) and not _asked_to_clear(str(key), said):
+                    out.append(f"{change.namespace}.{key}")
+    return tuple(out[:10])
+
+
+def _asked_to_clear(field: str, said: Callable[[Any], bool]) -> bool:
+    words = [w for w in re.split(r"[_\W]+", field.casefold()) if len(w) > 1 and w not in ("id",)]
+    return any(said(f"{verb} {owner} {word}") or said(f"{verb} {word}") for verb in _CLEARING for owner in _OWNERS for word in words)

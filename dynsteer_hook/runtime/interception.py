@@ -25,6 +25,8 @@ from dynsteer_hook.runtime.grounding import TextGrounding
 from dynsteer_hook.runtime.index import BlueprintIndex
 from dynsteer_hook.runtime.screening import FoldedArguments, screening_arguments
 
+_MAX_LEAVES = 64  # argument values a read-only minefield checks before it treats the call as acting on unseen input
+
 
 def signature(tool: str, args: Mapping[str, Any]) -> bytes:
     """A fixed-size fingerprint of a call, to spot exact repeats without keeping every call's text."""
@@ -114,8 +116,26 @@ class Interceptor:
 
     def _holds(self, f: Minefield, call: ToolCall, args: FoldedArguments | None) -> bool:
         """Whether the call steps on ``f``; a refused call whose arguments cannot be read (too long, garbled) steps on
-        every minefield of its tool that asks nothing of the arguments."""
-        return all_hold(f.args, args, self._grounding) if args is not None else (call.rejected is not None and not f.args)
+        every minefield of its tool that asks nothing of the arguments. A read-only tool's minefield is stepped on only
+        by a call acting on an input the agent could not have had: some argument value it was never shown."""
+        held = all_hold(f.args, args, self._grounding) if args is not None else (call.rejected is not None and not f.args)
+        return held and (not f.read_only or args is None or self._acts_on_unseen(call))
+
+    def _acts_on_unseen(self, call: ToolCall) -> bool:
+        """Whether some argument value of the call (a string or a number, at any depth) was never shown to the agent."""
+        stack: list[Any] = [call.arguments or {}]
+        seen = 0
+        while stack and seen < _MAX_LEAVES:
+            value = stack.pop()
+            if isinstance(value, Mapping):
+                stack.extend(value.values())
+            elif isinstance(value, (list, tuple)):
+                stack.extend(value)
+            elif isinstance(value, (str, int, float)) and not isinstance(value, bool):
+                seen += 1
+                if (not isinstance(value, str) or value.strip()) and not self._grounding.seen(value):
+                    return True
+        return bool(stack)  # too many values to check: treated as unseen
 
     def issued(self, call: ToolCall, next_t: int) -> Hit | None:
         """Screen an agent's call as it is issued (``next_t``: the action it will belong to).

@@ -191,7 +191,7 @@ def test_a_status_read_whose_state_a_write_after_a_later_user_turn_changes_is_a_
 
 def test_an_unused_helper_is_not_blamed_in_a_run_cut_short() -> None:
     """Whether a result would have been used is unknown when the run stopped first: the later loop is the first error."""
-    events = [UserMessage("go"), *act("h", "op_read", {"x": "now"}, value=1733000000), *_failing(3)]
+    events = [UserMessage("go"), *act("h", "op_read", {"x": "now"}, value=1733000000), *_failing(4)]
     r = run(WITH_READ, events)
     fe = r.report.first_error
     assert r.report.halted and fe is not None and (fe.t, fe.cause) == (2, "tool_error")
@@ -268,7 +268,7 @@ def test_identical_failing_calls_stop_as_a_repeated_failure_blaming_the_first() 
     r = run(CHAIN, [UserMessage("go"), *_failing(6)])
     assert r.halt is not None and r.report.stop is not None
     stop = r.report.stop
-    assert (stop.reason, stop.t, stop.blamed_k, stop.blamed_t, stop.dimension) == ("repeated_failure", 3, 2, 1, "tool_compliance")
+    assert (stop.reason, stop.t, stop.blamed_k, stop.blamed_t, stop.dimension) == ("repeated_failure", 4, 2, 1, "tool_compliance")
     fe = r.report.first_error
     assert fe is not None and (fe.k, fe.t, fe.cause, fe.recovered) == (2, 1, "tool_error", False)
 

@@ -190,12 +190,27 @@ def test_evaluator_messages_after_completion_are_not_stagnation() -> None:
 
 
 def test_evaluator_tool_calls_after_completion_are_stagnation() -> None:
-    """An agent that keeps calling tools when nothing is left to settle is stopped after N_stag such actions."""
+    """An agent that keeps repeating or failing calls when nothing is left to settle is stopped after N_stag such
+    actions; a new look-up is not idle (the user may have reopened the task), its repeats are."""
     fam = family("single")
     events = [UserMessage("go"), *act("1", "op_a", {"x": "a"}), *[e for i in range(5) for e in act(f"i{i}", "op_a", {"x": "z"})]]
     r = run(fam.blueprint(), events, EvaluatorConfig(n_stag=2))
     assert r.halt is not None and r.halt.stop.reason == "frontier_stagnation" and r.halt.stop.frontier == []
-    assert r.halt.stop.t == 3 and r.report.settled == ["a"]
+    assert (r.halt.stop.t, r.halt.stop.blamed_t) == (4, 3) and r.report.settled == ["a"]
+    looks = [e for i in range(6) for e in act(f"n{i}", "op_a", {"x": f"z{i}"})]  # six different look-ups
+    assert run(fam.blueprint(), [UserMessage("go"), *act("1", "op_a", {"x": "a"}), *looks], EvaluatorConfig(n_stag=2)).halt is None
+
+
+def test_a_user_asking_the_agent_to_go_on_ends_the_stagnation_count() -> None:
+    """The user, not the rules, judges a run worth continuing: "keep trying" resets the count; "ok" does not."""
+    fam = family("single")
+    idle = [AgentMessage("Working on it.")]
+    go_on = [UserMessage("go"), *idle, UserMessage("No worries, just keep trying."), *idle, UserMessage("Yes, please go ahead."),
+             *idle, UserMessage("Alright, give it a shot."), *act("1", "op_a", {"x": "a"})]
+    r = run(fam.blueprint(), go_on, EvaluatorConfig(n_stag=2))
+    assert r.halt is None and r.report.outcome == "completed"
+    shrug = [UserMessage("go"), *idle, UserMessage("ok"), *idle, UserMessage("ok"), *idle]
+    assert run(fam.blueprint(), shrug, EvaluatorConfig(n_stag=2)).halt is not None
 
 
 def test_evaluator_loop_instead_of_declining_is_stagnation() -> None:

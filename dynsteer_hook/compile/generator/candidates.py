@@ -30,7 +30,7 @@ from dynsteer_hook.compile.generator.planner import plan_task
 from dynsteer_hook.model.blueprint import Binding, Blueprint, Edge, Milestone, MilestoneEvidence, Minefield
 from dynsteer_hook.model.task_view import TaskView
 
-GENERATOR = "dynsteer-rules@3"
+GENERATOR = "dynsteer-rules@4"
 """Generator name recorded in blueprint provenance; bump the version when the rules change, so
 that ``scripts/build_blueprints.py`` recompiles stored blueprints."""
 
@@ -89,15 +89,17 @@ def candidate_blueprint(view: TaskView, plan: Plan, focus: Focus) -> Blueprint:
     linked = set(edges)
     bindings = [b for b in plan.bindings if (b.producer, b.consumer) in linked]
     mines = [m for m in plan.minefields if m.evidence >= focus.mine_threshold]
+    pins = dict(plan.pins)
     return Blueprint(
         task=view.task,
-        milestones=tuple(Milestone(id=_mid(o.tool), tool=o.tool, args=o.args, description=o.description, evidence=_evidence(o)) for o in kept),
+        milestones=tuple(Milestone(id=_mid(o.tool), tool=o.tool, args=o.args, values=pins.get(o.tool, ()), description=o.description,
+                                   evidence=_evidence(o)) for o in kept),
         edges=tuple(Edge(source=_mid(u), target=_mid(v)) for u, v in edges),
         bindings=tuple(
             Binding(name=f"{_mid(b.producer)}->{_mid(b.consumer)}.{b.arg}", producer=_mid(b.producer), consumer=_mid(b.consumer), arg=b.arg, path=b.path)
             for b in bindings
         ),
-        minefields=tuple(Minefield(id=f"mf:{_mid(m.tool)}", tool=m.tool, reason=m.reason, fatal=True) for m in mines),
+        minefields=tuple(Minefield(id=f"mf:{_mid(m.tool)}", tool=m.tool, reason=m.reason, fatal=True, read_only=m.read_only) for m in mines),
         catalog=tuple(sorted(view.tools, key=lambda s: s.name)),
     )
 

@@ -10,13 +10,63 @@ so they hold under scrambled names and missing descriptions.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 
 from dynsteer_hook.compile.generator.instruction import Intent
 from dynsteer_hook.compile.generator.necessity_plan import NEEDED, PlanBuilder, PlanOp, distinctive_word
 from dynsteer_hook.compile.generator.tool_semantics import ToolProfile
+from dynsteer_hook.model.when import find_moment
 
 GoalRule = Callable[[PlanBuilder, Intent], None]
+
+_UPCOMING = re.compile(r"\b(?:upcoming|next|coming|future|soon|later)\b", re.IGNORECASE)
+_LOWER = ("lower", "start", "from", "after", "since", "min")
+_UPPER = ("upper", "end", "until", "before", "max")
+_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+
+
+def _pin_moment(b: PlanBuilder, tool: ToolProfile) -> None:
+    """The timestamp of a reminder is the moment the user states: their words now, or a later turn's."""
+    stamps = tool.args_of("timestamp")
+    if not stamps:
+        return
+    moment = find_moment(b.reading.text)
+    b.pin(tool.name, stamps[0].name, "moment", moment.words if moment is not None and moment.hour is not None else "")
+
+
+def _pin_text(b: PlanBuilder, tool: ToolProfile, words: str | None) -> None:
+    """The text of a reminder is what the user dictated (their distinctive words, or a later turn's)."""
+    texts = tool.args_of("text")
+    if not texts:
+        return
+    arg = next((a for a in texts if a.name.lower() in ("content", "title", "text", "body")), texts[0])
+    b.pin(tool.name, arg.name, "words", words or "")
+
+
+def _pin_year(b: PlanBuilder, holiday: ToolProfile) -> None:
+    """A holiday the user names without a year is this year's (ToolSandbox's convention)."""
+    if not _YEAR.search(b.reading.text):
+        for a in holiday.args:
+            if a.name.lower() == "year":
+                b.pin(holiday.name, a.name, "year")
+
+
+def _pin_upcoming(b: PlanBuilder) -> None:
+    """A search for what is upcoming may not end, or start, in the past (its bounds on when, not on creation)."""
+    if not _UPCOMING.search(f"{b.reading.cue('recency')} {b.reading.cue('relative_time')}"):
+        return
+    reader = b.find(("read",), "reminder")
+    if reader is None or reader.name not in b.ops:
+        return
+    for a in reader.args_of("timestamp"):
+        if "creat" in a.name.lower():
+            continue
+        parts = a.name.lower().split("_")
+        if any(p.startswith(_LOWER) for p in parts):
+            b.pin(reader.name, a.name, "from_now")
+        elif any(p.startswith(_UPPER) for p in parts):
+            b.pin(reader.name, a.name, "beyond_now")
 
 
 def _verify_lookup(b: PlanBuilder, entity: str, consumer: ToolProfile) -> None:
@@ -114,6 +164,8 @@ def create_reminder(b: PlanBuilder, intent: Intent) -> None:
         return
     preds = b.contains(tool, ("text",), ("content", "title", "text"), distinctive_word(b.reading.reminder_text))
     b.goal_tool(intent, ("create",), "add the reminder", preds)
+    _pin_moment(b, tool)
+    _pin_text(b, tool, b.reading.reminder_text)
     r = b.reading
     if r.absolute_date:
         converter = b.find(("compute",), "to_timestamp")
@@ -171,20 +223,25 @@ def change_reminder(b: PlanBuilder, intent: Intent) -> None:
     words = f"'{b.reading.cue('relative_time') or b.reading.cue('recency')}'"
     if intent.action == "update" and b.reading.relative_time:
         b.need_now(tool, tool.name, required=True, evidence=NEEDED, because=words)
+        _pin_moment(b, tool)
     elif b.reading.recency or b.reading.relative_time:
         b.need_now(None, tool.name, required=True, evidence=0.8, because=words)
+    _pin_upcoming(b)
 
 
 def read_reminder(b: PlanBuilder, intent: Intent) -> None:
     tool = b.goal_tool(intent, ("read",), "find the reminder")
     if tool is not None and (b.reading.recency or b.reading.relative_time):
         _recency_clock(b, tool, 0.8)
+    _pin_upcoming(b)
 
 
 def read_holiday(b: PlanBuilder, intent: Intent) -> None:
     tool = b.find(("read",), "holiday")
     preds = b.contains(tool, ("text",), (), distinctive_word(b.reading.holiday)) if tool is not None else ()
     b.goal_tool(intent, ("read",), f"find the date of {b.reading.holiday or 'the holiday'}", preds)
+    if tool is not None:
+        _pin_year(b, tool)
 
 
 def time_until(b: PlanBuilder, intent: Intent) -> None:
@@ -201,6 +258,7 @@ def time_until(b: PlanBuilder, intent: Intent) -> None:
             b.add(holiday.name, NEEDED, f"find the date of {b.reading.holiday}", why=(
                 ("instruction", f"'{b.reading.holiday}'"), ("data_flow", f"{tool.name} needs the holiday's date")))
             b.edge(holiday.name, tool.name)
+            _pin_year(b, holiday)
 
 
 def read_address(b: PlanBuilder, intent: Intent) -> None:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from dynsteer_hook.compile.generator.instruction import Intent, Reading
 from dynsteer_hook.compile.generator.tool_semantics import ArgInfo, ToolProfile
+from dynsteer_hook.model.blueprint import ValuePin
 from dynsteer_hook.model.predicates import ArgPredicate
 
 NEEDED = 0.85
@@ -71,6 +72,7 @@ class PlanMine:
     tool: str
     evidence: float
     reason: str
+    read_only: bool = False  # the tool only reads: only a call acting on inputs the agent was never shown is hazardous
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,7 @@ class Plan:
     minefields: tuple[PlanMine, ...]
     reading: Reading
     notes: tuple[str, ...] = ()
+    pins: tuple[tuple[str, tuple[ValuePin, ...]], ...] = ()  # (tool, its pinned values)
 
 
 def distinctive_word(text: str | None) -> str | None:
@@ -108,6 +111,7 @@ class PlanBuilder:
     notes: list[str] = field(default_factory=list)
     goal_tools: list[str] = field(default_factory=list)
     rule: str = ""  # the rule now adding operations, recorded in their ``why``
+    pins: dict[str, list[ValuePin]] = field(default_factory=dict)  # tool -> values of its settling call the user's words fix
 
     # -- lookup ----------------------------------------------------------------------
 
@@ -130,6 +134,12 @@ class PlanBuilder:
             self.ops[tool] = PlanOp(old.tool, old.evidence, old.description, old.args, True, old.focus, reasons)
         else:
             self.ops[tool] = PlanOp(old.tool, old.evidence, old.description, old.args, old.core, old.focus, reasons)
+
+    def pin(self, tool: str, arg: str, kind: str, words: str = "") -> None:
+        """A value of ``tool``'s settling call that the user's words fix (``ValuePin``)."""
+        pinned = ValuePin(arg=arg, kind=kind, words=words[:500])
+        if pinned not in self.pins.setdefault(tool, []):
+            self.pins[tool].append(pinned)
 
     def edge(self, source: str, target: str, evidence: float = NEEDED, focus: str = "") -> None:
         """Order ``source`` before ``target``."""

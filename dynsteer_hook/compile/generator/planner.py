@@ -110,7 +110,8 @@ def _finish(b: PlanBuilder) -> Plan:
     if b.missing:
         for goal, why in b.missing:
             if goal in b.profiles and not any(m.tool == goal for m in mines):
-                mines.append(PlanMine(goal, NEEDED, f"insufficient information: {why}; calling {goal} would need fabricated inputs"))
+                mines.append(PlanMine(goal, NEEDED, f"insufficient information: {why}; calling {goal} would need fabricated inputs",
+                                      read_only=not b.profiles[goal].mutates))
         b.notes += [f"insufficient: {why}" for _, why in b.missing]
         # Every candidate keeps the message: a majority of candidates without milestones would leave
         # a blueprint that any run completes.
@@ -137,6 +138,7 @@ def _finish(b: PlanBuilder) -> Plan:
         minefields=tuple(mines),
         reading=b.reading,
         notes=tuple(b.notes),
+        pins=tuple((tool, tuple(pins)) for tool, pins in sorted(b.pins.items()) if tool in ids),
     )
 
 
