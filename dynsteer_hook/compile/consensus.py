@@ -380,6 +380,8 @@ def _majority_minefields(keymaps: _KeyMaps, need: int) -> list[Minefield]:
         reason = _most_common_text([f.reason for fs in groups for f in fs if f.reason])
         prefix = "mf" if fatal else "warn"
         read_only = all(f.read_only for fs in groups for f in fs)  # a stricter proposal wins
+        voted: Counter[str] = Counter(a for fs in groups for a in {a for f in fs for a in f.any_args})
+        any_args = tuple(sorted(a for a, n in voted.items() if n >= support_threshold(len(groups)))) if read_only else ()
         minefields.append(Minefield(id=f"{prefix}:{_SLUG.sub('_', tool)}", tool=tool, args=preds, reason=reason, fatal=fatal,
-                                    read_only=read_only))
+                                    read_only=read_only, any_args=any_args))
     return minefields

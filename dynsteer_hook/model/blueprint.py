@@ -129,8 +129,11 @@ class Minefield(_Frozen):
     reason: str = Field(default="", description="Why the operation is hazardous or irreversible.")
     fatal: bool = Field(default=True, description="Fatal minefields halt the run before the call executes.")
     read_only: bool = Field(default=False, description="The tool only reads: a call is hazardous only when it acts on "
-                            "inputs the agent could not have had (an argument value it was never shown); a call whose "
-                            "arguments it was all shown is never stopped.")
+                            "inputs the agent could not have had (an argument value it was never shown, or one of "
+                            "``any_args``); a call whose arguments it was all shown is never stopped.")
+    any_args: tuple[str, ...] = Field(default=(), description="The arguments that carry what the agent cannot know (the "
+                                      "current time, when no tool reads it): a call passing any of them steps on the "
+                                      "minefield, whatever it was shown, since its value can only be made up.")
 
 
 class ToolSpec(_Frozen):

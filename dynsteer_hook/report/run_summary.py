@@ -155,6 +155,14 @@ def interruption(results: list[dict[str, Any]]) -> dict[str, Any] | None:
     return {"finished": sum(1 for r in results if not r.get("interrupted")), IN_FLIGHT: in_flight, NOT_STARTED: not_started}
 
 
+def _recorded(rec: Any) -> dict[str, Any]:
+    """A re-executed recording's similarity as recorded and whether it reproduced (``dynsteer rerun``), else nothing."""
+    if not isinstance(rec, dict):
+        return {}
+    return {"recorded_similarity": rec.get("recorded_similarity"), "reproduced": rec.get("reproduced"),
+            "divergence": rec.get("divergence")}
+
+
 def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Per-run summary of the dynsteer evaluator over all scenarios."""
     halts: Counter[str] = Counter()
@@ -192,6 +200,7 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
             "steps_saved": d["scripted_steps_not_played"] if d["halted"] else None,
             "judge_calls": d.get("judge_calls", 0),
             "judge_cost_usd": d.get("judge_cost_usd", 0.0),
+            **_recorded(r.get("recording")),
         })
     judged = [p for p in per if not p["crashed"] and p["outcome"] != "interrupted"]
     cached = [d["judge_cache"] for _, d in blocks if "judge_cache" in d]

@@ -119,7 +119,12 @@ class Interceptor:
         every minefield of its tool that asks nothing of the arguments. A read-only tool's minefield is stepped on only
         by a call acting on an input the agent could not have had: some argument value it was never shown."""
         held = all_hold(f.args, args, self._grounding) if args is not None else (call.rejected is not None and not f.args)
-        return held and (not f.read_only or args is None or self._acts_on_unseen(call))
+        if not held or args is None:
+            return held
+        if f.any_args:
+            passed = call.arguments or {}
+            return any(passed.get(a) is not None for a in f.any_args)
+        return not f.read_only or self._acts_on_unseen(call)
 
     def _acts_on_unseen(self, call: ToolCall) -> bool:
         """Whether some argument value of the call (a string or a number, at any depth) was never shown to the agent."""

@@ -208,3 +208,17 @@ def test_a_read_only_minefield_stops_only_calls_on_inputs_the_agent_never_saw() 
     assert r.halt is not None and r.halt.stop.reason == "fatal_minefield"
     strict = bp.model_copy(update={"minefields": (mine.model_copy(update={"read_only": False}),)})
     assert run(strict, [*said, *act("a", "search_reminder", {}, value=[])]).halt is not None
+
+
+def test_arguments_only_a_made_up_value_fills_are_the_hazard_whatever_was_shown() -> None:
+    """Without a clock, a time bound computed from a guessed date was shown to the agent (as a conversion's result),
+    yet it is still made up: a minefield naming the time arguments stops any call passing one of them."""
+    mine = Minefield(id="mf:search", tool="search_reminder", reason="the current time cannot be read", read_only=True,
+                     any_args=("creation_timestamp_lowerbound",))
+    bp = blueprint(["ask"], milestones=[Milestone(id="ask", tool="@agent_message")], minefields=[mine],
+                   extra_tools=[tool("search_reminder", content="string", creation_timestamp_lowerbound="number"),
+                                tool("to_timestamp", year="integer")])
+    said = [UserMessage("What did I note yesterday?"), *act("t", "to_timestamp", {"year": 2024}, value=1734566400.0)]
+    r = run(bp, [*said, *act("s", "search_reminder", {"creation_timestamp_lowerbound": 1734566400.0}, value=[])])
+    assert r.halt is not None and r.halt.stop.reason == "fatal_minefield"
+    assert run(bp, [*said, *act("s", "search_reminder", {"content": "tickets"}, value=[])]).halt is None

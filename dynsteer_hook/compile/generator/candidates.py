@@ -99,7 +99,8 @@ def candidate_blueprint(view: TaskView, plan: Plan, focus: Focus) -> Blueprint:
             Binding(name=f"{_mid(b.producer)}->{_mid(b.consumer)}.{b.arg}", producer=_mid(b.producer), consumer=_mid(b.consumer), arg=b.arg, path=b.path)
             for b in bindings
         ),
-        minefields=tuple(Minefield(id=f"mf:{_mid(m.tool)}", tool=m.tool, reason=m.reason, fatal=True, read_only=m.read_only) for m in mines),
+        minefields=tuple(Minefield(id=f"mf:{_mid(m.tool)}", tool=m.tool, reason=m.reason, fatal=True, read_only=m.read_only,
+                                   any_args=m.any_args if m.read_only else ()) for m in mines),
         catalog=tuple(sorted(view.tools, key=lambda s: s.name)),
     )
 

@@ -73,6 +73,7 @@ class PlanMine:
     evidence: float
     reason: str
     read_only: bool = False  # the tool only reads: only a call acting on inputs the agent was never shown is hazardous
+    any_args: tuple[str, ...] = ()  # arguments whose values the agent cannot know: passing any of them is the hazard
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +108,7 @@ class PlanBuilder:
     edges: dict[tuple[str, str], PlanEdge] = field(default_factory=dict)
     bindings: list[PlanBinding] = field(default_factory=list)
     missing: list[tuple[str, str]] = field(default_factory=list)  # (goal tool, what cannot be obtained), for certain needs only
+    unknowable: dict[str, tuple[str, ...]] = field(default_factory=dict)  # goal tool -> the arguments only a made-up value fills
     absent: list[Intent] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     goal_tools: list[str] = field(default_factory=list)
@@ -203,6 +205,10 @@ class PlanBuilder:
         if clock is None:
             if required:
                 self.lack(goal, "the current time cannot be read with these tools", evidence)
+                profile = self.profiles.get(goal)
+                stamps = tuple(a.name for a in profile.args_of("timestamp")) if profile is not None else ()
+                if stamps:
+                    self.unknowable[goal] = stamps
             return not required
         why: list[tuple[str, str]] = []
         if because:

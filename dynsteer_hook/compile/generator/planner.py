@@ -111,7 +111,7 @@ def _finish(b: PlanBuilder) -> Plan:
         for goal, why in b.missing:
             if goal in b.profiles and not any(m.tool == goal for m in mines):
                 mines.append(PlanMine(goal, NEEDED, f"insufficient information: {why}; calling {goal} would need fabricated inputs",
-                                      read_only=not b.profiles[goal].mutates))
+                                      read_only=not b.profiles[goal].mutates, any_args=b.unknowable.get(goal, ())))
         b.notes += [f"insufficient: {why}" for _, why in b.missing]
         # Every candidate keeps the message: a majority of candidates without milestones would leave
         # a blueprint that any run completes.
