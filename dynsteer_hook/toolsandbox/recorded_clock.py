@@ -86,13 +86,17 @@ def _family_index(base: str, preferred_tool_backend: str) -> int:
     return index[base]
 
 
-def scenario_at(name: str, preferred_tool_backend: str = "DEFAULT") -> Scenario:
+def scenario_at(name: str, preferred_tool_backend: str = "DEFAULT", variant: Scenario | None = None) -> Scenario:
     """The scenario ``name`` built now, on whatever clock this process has (see ``at_recorded_time``).
+
+    ``variant`` is the scenario as ``load_scenarios`` gives it (its tools, augmentations and categories), best
+    loaded before the clock is moved, when the scenario cache can serve it.
 
     Raises:
         ScenarioError: No such scenario.
     """
-    variant = load_scenarios([name], preferred_tool_backend)[name]  # its tools, augmentations, categories
+    if variant is None:
+        variant = load_scenarios([name], preferred_tool_backend)[name]
     base = base_name(name)
     family = _families()[_family_index(base, preferred_tool_backend)]
     scenario = copy.deepcopy(family(preferred_tool_backend=_backend(preferred_tool_backend))[base])

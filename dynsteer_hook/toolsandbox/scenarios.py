@@ -203,8 +203,20 @@ def _building(entry: Path) -> Iterator[None]:
         os.close(handle)  # releases the lock
 
 
+def _travelling() -> bool:
+    """Whether this process's clock is moved (``dynsteer rerun`` plays a recording on its own time): scenarios built
+    then are dated on that clock and must neither come from nor go to the cache, which is dated on the real one."""
+    try:
+        from time_machine import escape_hatch
+    except ImportError:
+        return False
+    return bool(escape_hatch.is_travelling())
+
+
 def _built(preferred_tool_backend: str, *, again: bool = False) -> Built:
     """The scenarios and random state, from this process, the cache, or built (and then kept)."""
+    if _travelling():
+        return _build(preferred_tool_backend)
     if again or preferred_tool_backend not in _LOADED:
         entry = _entry(preferred_tool_backend)
         kept = None if entry is None or again else _read(entry)

@@ -231,3 +231,22 @@ def test_bad_recordings_are_skipped_with_their_reason(tmp_path: Path) -> None:
     assert all(isinstance(f, TranscriptError) for f in found)
     text = [str(f) for f in found]
     assert "from 'robot'" in text[0] and "no scenario_id" in text[1] and "c.json" in text[2]
+
+
+def test_scenarios_built_on_a_moved_clock_never_reach_the_cache() -> None:
+    """A rerun builds scenarios on the recording's clock; the cache (dated on the real clock) neither serves them nor
+    keeps them, so a later run in any process still gets today's reminders."""
+    from dynsteer_hook.toolsandbox import scenarios as cache
+
+    name = "search_reminder_with_recency_upcoming"
+
+    def newest(sc: Any) -> float:
+        frame = sc.starting_context.get_database(DatabaseNamespace.REMINDER)
+        return max(float(x) for x in frame["creation_timestamp"].to_list() if x is not None)
+
+    with time_machine.travel(dt.datetime(2020, 1, 1, tzinfo=dt.timezone.utc), tick=False):
+        moved = cache.load_scenarios([name])[name]
+    assert newest(moved) < dt.datetime(2020, 1, 2, tzinfo=dt.timezone.utc).timestamp()
+    cache._LOADED.clear()  # as a new process would
+    today = cache.load_scenarios([name])[name]
+    assert newest(today) > dt.datetime.now(dt.timezone.utc).timestamp() - 7 * 86400

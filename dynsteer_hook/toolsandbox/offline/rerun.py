@@ -32,6 +32,7 @@ from dynsteer_hook.toolsandbox.live.summaries import result_summary
 from dynsteer_hook.toolsandbox.offline.transcripts import Transcript
 from dynsteer_hook.toolsandbox.recorded_clock import at_recorded_time, recorded_build_time, scenario_at, starting_row_offsets
 from dynsteer_hook.toolsandbox.roles.recorded import Playback, RecordedAgent, RecordedUser
+from dynsteer_hook.toolsandbox.scenarios import load_scenarios
 
 from tool_sandbox.common.execution_context import RoleType
 from tool_sandbox.roles.execution_environment import ExecutionEnvironment
@@ -136,10 +137,11 @@ def rerun_one(job: RerunJob, *, options: RunOptions, output_directory: Path, tim
     playback: Playback | None = None
     categories: list[Any] = []
     try:
+        variant = load_scenarios([transcript.scenario], preferred_tool_backend)[transcript.scenario]  # on the real clock
         with at_recorded_time(transcript.started_at, timezone) as clock:
             if clock is not None and transcript.built_at is not None:
                 clock.to(min(transcript.built_at.timestamp(), clock.start))  # ToolSandbox built it before the rollout
-            scenario = scenario_at(transcript.scenario, preferred_tool_backend)
+            scenario = scenario_at(transcript.scenario, preferred_tool_backend, variant)
             scenario.max_messages = max(scenario.max_messages, transcript.rows)  # a recording made under a higher limit
             if clock is not None:
                 clock.at(0.0)
