@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -153,10 +154,10 @@ class CachedJudgeClient:
             data = loads(raw)
             usage = data["usage"]
             ok = (data.get("key") == key and isinstance(data.get("text"), str)
-                  and (data.get("finish_reason") is None or isinstance(data.get("finish_reason"), str))
+                  and "finish_reason" in data and (data["finish_reason"] is None or isinstance(data["finish_reason"], str))
                   and isinstance(usage, dict) and set(usage) == {"prompt_tokens", "completion_tokens", "cost_usd", "cost_known"}
                   and all(isinstance(usage[k], int) and not isinstance(usage[k], bool) and usage[k] >= 0 for k in ("prompt_tokens", "completion_tokens"))
-                  and isinstance(usage["cost_usd"], int | float) and not isinstance(usage["cost_usd"], bool)
+                  and isinstance(usage["cost_usd"], int | float) and not isinstance(usage["cost_usd"], bool) and math.isfinite(usage["cost_usd"])
                   and isinstance(usage["cost_known"], bool))
         except (JsonTextError, KeyError, TypeError):
             ok = False
