@@ -21,7 +21,8 @@ from test_judge_cache import _client, _request
 
 from dynsteer_hook.cli import main
 from dynsteer_hook.files.blueprints import load_blueprint, save_blueprint
-from dynsteer_hook.files.outputs import JsonlSink, check_apart, slug
+from dynsteer_hook.files.names import MAX_NAME, safe_name
+from dynsteer_hook.files.outputs import JsonlSink, check_apart
 from dynsteer_hook.judges.llm_judges import StandardJudge
 from dynsteer_hook.judges.steps import CallFacts, Step
 from dynsteer_hook.llm.cache import CachedJudgeClient
@@ -171,12 +172,12 @@ def test_an_output_folder_overlapping_an_input_is_refused(tmp_path: Path, output
 
 @pytest.mark.parametrize("name", ["../../X", "a/b", "/abs", "..", ".", "", "a\nb", "<b>x</b>", "x|y", "\ud800", "n" * 500])
 def test_any_name_becomes_a_safe_distinct_path_component(tmp_path: Path, name: str) -> None:
-    """A slug is one plain component, never a dot name, and two names never share one."""
-    s = slug(name)
-    assert s and "/" not in s and not s.startswith(".") and len(s) <= 200 and s.isascii()
+    """A safe name is one plain component, never a dot name, and two names never share one."""
+    s = safe_name(name)
+    assert s and "/" not in s and not s.startswith(".") and len(s) <= MAX_NAME and s.isascii()
     assert (tmp_path / s).resolve().parent == tmp_path.resolve()
-    assert slug(name + "x") != s
-    assert slug("plain_name-1.0") == "plain_name-1.0"
+    assert safe_name(name + "x") != s
+    assert safe_name("plain_name-1.0") == "plain_name-1.0"
 
 
 # ---- lists that grow with the run ----------------------------------------------------------------------

@@ -10,10 +10,8 @@ never leaves a partial line or a temporary file behind.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
-import re
 import secrets
 import signal
 import stat
@@ -328,23 +326,3 @@ def check_apart(output: str | Path, inputs: Iterable[str | Path], flag: str, *, 
             continue
         raise OutputError(f"{flag} {output} {how} the input {given}; writing there would overwrite or mix with what is "
                           f"read, so pass a {kind} outside every input with {flag}")
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
-
-
-def is_safe_name(name: str) -> bool:
-    """Whether a name can be a file or folder name as it is (what ``slug`` leaves unchanged)."""
-    return _SAFE_NAME.fullmatch(name) is not None
-
-
-def slug(name: str, limit: int = 200) -> str:
-    """A file or folder name made from any text: ASCII letters, digits, ``.``, ``_`` and ``-`` only, never starting
-    with a dot (so never ``..``), at most ``limit`` characters; a name that had to change gets a short hash of
-    the original, so that two names never share a slug. The original belongs in the files' contents."""
-    if is_safe_name(name) and len(name) <= limit:
-        return name
-    safe = _UNSAFE.sub("_", name).lstrip(".")[:limit] or "_"
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{safe[: limit - 9]}-{digest}"

@@ -24,6 +24,7 @@ from inspect_ai.log import EvalSample, read_eval_log, read_eval_log_samples
 from inspect_ai.model import ChatMessageAssistant
 
 from dynsteer_hook.files.blueprints import load_blueprint
+from dynsteer_hook.files.names import NameBook, is_entry_name
 from dynsteer_hook.files.outputs import JsonlSink
 from dynsteer_hook.inspect.adapter import BLUEPRINT_KEY, STOP_KEY
 from dynsteer_hook.inspect.convert import SampleFeed, tool_event_results
@@ -106,13 +107,22 @@ def virtual_stop(batch: int, batches: int, costs: list[tuple[float | None, int |
 
 
 def sample_name(sample: EvalSample) -> str:
-    """The folder name of a sample's reports: ``<id>_<epoch>``."""
+    """The name of a sample in the summaries, ``<id>_<epoch>`` (its reports' folder is the safe form, ``files.names``)."""
     return f"{sample.id}_{sample.epoch}"
+
+
+def blueprint_files(blueprint_dir: Path, task: str, sample_id: object) -> list[Path]:
+    """Where a sample's blueprint is looked for: ``<task>/<sample id>.json``, then ``<sample id>.json``; a task or id that
+    is no plain entry name (``../x``, an absolute path) is never joined to the folder."""
+    file = f"{sample_id}.json"
+    if not is_entry_name(file):
+        return []
+    return ([blueprint_dir / task / file] if is_entry_name(task) else []) + [blueprint_dir / file]
 
 
 def _blueprint(sample: EvalSample, task: str, blueprint_dir: Path | None) -> Blueprint:
     if blueprint_dir is not None:
-        for path in (blueprint_dir / task / f"{sample.id}.json", blueprint_dir / f"{sample.id}.json"):
+        for path in blueprint_files(blueprint_dir, task, sample.id):
             if path.is_file():
                 return load_blueprint(path)
     score = (sample.scores or {}).get("dynsteer")
@@ -131,15 +141,16 @@ def _native(sample: EvalSample) -> float | None:
 
 
 def replay_sample(sample: EvalSample, *, log: Path, task: str, out: Path, blueprint_dir: Path | None,
-                  config: EvaluatorConfig, judges: Mapping[int, Judge]) -> dict[str, Any]:
-    """Replay one sample and write its reports; a sample that cannot be replayed is returned as skipped."""
+                  config: EvaluatorConfig, judges: Mapping[int, Judge], names: NameBook | None = None) -> dict[str, Any]:
+    """Replay one sample and write its reports under ``out/trajectories`` (in the folder ``names`` gives its name); a sample
+    that cannot be replayed is returned as skipped."""
     start = time.perf_counter()
     name = sample_name(sample)
     try:
         bp = _blueprint(sample, task, blueprint_dir)
     except BlueprintError as exc:
         return {"run": str(log), "scenario": name, "skipped": str(exc)}
-    folder = out / "trajectories" / name
+    folder = out / "trajectories" / (names or NameBook()).claim(name)
     folder.mkdir(parents=True, exist_ok=True)
     feed = SampleFeed({t.name for t in bp.catalog} or None, tool_event_results(sample.events))
     stop_batch: int | None = None
@@ -157,7 +168,8 @@ def replay_sample(sample: EvalSample, *, log: Path, task: str, out: Path, bluepr
     stop = report.stop
     live = (sample.store or {}).get(STOP_KEY)
     return {
-        "run": str(log), "scenario": name, "source": "inspect", "categories": [], "outcome": report.outcome, "score": report.score,
+        "run": str(log), "scenario": name, "folder": f"{out.name}/trajectories/{folder.name}", "source": "inspect", "categories": [],
+        "outcome": report.outcome, "score": report.score,
         "native_similarity": _native(sample), "halted": report.halted,
         "stop": None if stop is None else {"reason": stop.reason, "k": stop.k, "t": stop.t, "anchor": stop.anchor, "dimension": stop.dimension},
         "virtual_stop": None if stop_batch is None else virtual_stop(stop_batch, batches, turn_costs(sample)),
@@ -175,7 +187,8 @@ def replay_log(log: Path, out: Path, *, blueprint_dir: Path | None, config: Eval
     try:
         task = read_eval_log(str(log), header_only=True).eval.task
         samples = read_eval_log_samples(str(log), all_samples_required=False, resolve_attachments=True)
-        results = [replay_sample(s, log=log, task=task, out=out, blueprint_dir=blueprint_dir, config=config, judges=judges)
+        names = NameBook()
+        results = [replay_sample(s, log=log, task=task, out=out, blueprint_dir=blueprint_dir, config=config, judges=judges, names=names)
                    for s in samples]
     except (OSError, ValueError, KeyError, RuntimeError) as exc:  # not a log, a truncated zip, a format of another version
         reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__

@@ -22,7 +22,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -106,22 +106,34 @@ def _crash(r: Mapping[str, Any]) -> str | None:
 
 
 def run_folder(run: Path) -> str:
-    """The folder a replay writes one recorded run into: the run folder's name, or an Inspect log's name without ``.eval``."""
+    """The name of the folder a replay writes one recorded run into: the run folder's name, or an Inspect log's name without
+    ``.eval`` (the folder is its safe form, ``files.names``)."""
     return run.stem if run.suffix == ".eval" else run.name
+
+
+def report_href(folder: str, base: str = "") -> str | None:
+    """The relative URL of the scenario page in ``folder`` (its report folder below the replay's, as ``replay_summary.json``
+    records it), seen from ``base`` (a folder below the replay's, '' for the replay's own); None when it is not below it."""
+    parts = PurePosixPath(folder).parts
+    above = PurePosixPath(base).parts if base else ()
+    if parts[: len(above)] != above:
+        return None
+    return "/".join(quote(p, safe="") for p in parts[len(above):]) + "/" + REPORT_HTML
 
 
 def replay_rows(per_scenario: Iterable[Mapping[str, Any]], base: Path, out: Path) -> list[dict[str, Any]]:
     """One row per replayed scenario (``replay_summary.json``'s ``per_scenario``); ``out`` is the replay's folder and
-    ``base`` the folder the page is written in (``out`` or one run's folder below it)."""
+    ``base`` the folder the page is written in (``out`` or one run's folder below it). A row links to the report folder
+    its record names (``folder``: the safe names the replay wrote, not the recorded names)."""
     rows: list[dict[str, Any]] = []
+    below = "" if base == out else base.relative_to(out).as_posix()
     for r in per_scenario:
-        run_dir = out / run_folder(Path(str(r["run"])))
-        prefix = "" if run_dir == base else run_dir.relative_to(base).as_posix() + "/"
+        folder = r.get("folder")
         usage = r.get("judge_usage") or {}
         vstop = r.get("virtual_stop")
         rows.append({
             "name": str(r["scenario"]),
-            "href": scenario_href(str(r["scenario"]), prefix),
+            "href": report_href(folder, below) if isinstance(folder, str) else None,
             "cats": [str(c) for c in r.get("categories") or []],
             "outcome": str(r["outcome"]),
             "score": _num(r["score"]),

@@ -28,7 +28,8 @@ from typing import Any
 
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.events import EventLog
-from dynsteer_hook.files.outputs import check_apart, check_output_dir, create_dir, is_safe_name, open_log, write_json_atomic
+from dynsteer_hook.files.names import NameBook, is_entry_name
+from dynsteer_hook.files.outputs import check_apart, check_output_dir, create_dir, open_log, write_json_atomic
 from dynsteer_hook.files.outputs import reason as os_reason
 from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
@@ -110,12 +111,26 @@ class ReplayOptions:
 
 @dataclass(frozen=True)
 class Job:
-    """One recorded scenario to replay, and where its reports go."""
+    """One recorded scenario to replay, and where its reports go: ``out/trajectories/<folder>``.
+
+    Attributes:
+        run: The recorded run folder.
+        scenario: The scenario's name as recorded (any text: it is kept in the files' contents).
+        out: The run's folder in the replay's output.
+        summary: The scenario's entry in the run's ``result_summary.json``.
+        folder: The scenario's report folder under ``out/trajectories`` (its safe name, ``files.names``).
+    """
 
     run: Path
     scenario: str
     out: Path
     summary: Mapping[str, Any] | None = None
+    folder: str = ""
+
+    @property
+    def report_dir(self) -> Path:
+        """Where the scenario's reports go."""
+        return self.out / "trajectories" / (self.folder or self.scenario)
 
 
 def _is_run(path: Path) -> bool:
@@ -144,7 +159,9 @@ def find_runs(paths: Iterable[Path]) -> list[Path]:
 
 
 def jobs_of(run: Path, out: Path) -> tuple[list[Job], list[dict[str, Any]]]:
-    """The scenarios of a run folder to replay, and the ones skipped with their reason."""
+    """The scenarios of a run folder to replay into ``out`` (the run's folder in the replay's output), and the ones
+    skipped with their reason. A scenario's reports go to the safe form of its name (``files.names``); a name that is no
+    entry of ``trajectories/`` (``../x``, a path) is never read."""
     summaries: dict[str, Mapping[str, Any]] = {}
     skipped: list[dict[str, Any]] = []
     if (run / RESULT_SUMMARY).is_file():
@@ -159,20 +176,23 @@ def jobs_of(run: Path, out: Path) -> tuple[list[Job], list[dict[str, Any]]]:
     if (run / "trajectories").is_dir():
         names |= {p.name for p in (run / "trajectories").iterdir() if p.is_dir()}
     jobs: list[Job] = []
+    book = NameBook()
     for name in sorted(names):
         s = summaries.get(name)
-        if not is_safe_name(name):  # a summary's name is text, not a path: ../x would read and write outside the folders
-            skipped.append({"run": str(run), "scenario": name[:200], "reason": "its name cannot be a folder name (only letters, "
-                            "digits, '.', '_' and '-', not starting with '.')"})
+        if not is_entry_name(name):  # a summary's name is text, not a path: ../x would read outside the recording
+            skipped.append({"run": str(run), "scenario": name[:200], "reason": "its name is no folder of trajectories/ (it is empty, "
+                            "'.', '..' or holds a '/' or '\\'), so there is no recording of it to read"})
             continue
         if s is not None and s.get("exception_type") and not (run / "trajectories" / name).is_dir():
             skipped.append({"run": str(run), "scenario": name, "reason": f"the recorded rollout crashed ({s.get('exception_type')}) and left no trajectory"})
             continue
-        jobs.append(Job(run, name, out / run.name, s))
+        jobs.append(Job(run, name, out, s, book.claim(name)))
     return jobs, skipped
 
 
 def _blueprint(options: ReplayOptions, name: str) -> Any:
+    if not is_entry_name(f"{name}.json"):
+        raise RecordingError(f"scenario {name[:200]!r} has no blueprint: its name names no file of {options.blueprint_dir}")
     path = options.blueprint_dir / f"{name}.json"
     if not path.is_file():
         raise RecordingError(f"no blueprint {path}; compile it (dynsteer compile) or pass --blueprints DIR")
@@ -193,7 +213,7 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
         bp = _blueprint(options, job.scenario)
     except RecordingError as exc:
         return {"run": str(job.run), "scenario": job.scenario, "skipped": str(exc)}
-    out = job.out / "trajectories" / job.scenario
+    out = job.report_dir
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -234,6 +254,7 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
         report_error = f"{out}: {os_reason(exc)}"
     vstop = virtual_stop(stop_batch, batches, recording.costs) if stop_batch is not None else None
     result = _result(recording, report, vstop, batches, time.perf_counter() - start)
+    result["folder"] = out.relative_to(job.out.parent).as_posix()
     result["incomplete_logs"] = [g.model_dump() for g in report.incomplete_logs]
     result["report_error"] = report_error
     cache = judge_cache_stats(judges)
@@ -358,10 +379,12 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
     runs = find_runs([p for p in paths if p not in logs]) if len(logs) < len(paths) else []
     check_apart(out, [*runs, *logs], "-o/--out")
     check_output_dir(out, "-o/--out")
+    book = NameBook(taken={INDEX_HTML, REPLAY_SUMMARY})  # one folder per recorded run or log, never one of the replay's own files
+    folders = {run: book.claim(run_folder(run), key=str(run)) for run in runs}
     jobs: list[Job] = []
     skipped: list[dict[str, Any]] = []
     for run in runs:
-        js, sk = jobs_of(run, out)
+        js, sk = jobs_of(run, out / folders[run])
         jobs += js
         skipped += sk
     create_dir(out, "-o/--out")
@@ -373,18 +396,19 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
 
         judges = options.judges.build()
         for log in find_logs(logs):
-            rs, sk = replay_log(log, out / log.stem, blueprint_dir=options.blueprint_dir, config=options.config, judges=judges)
+            folders[log] = book.claim(run_folder(log), key=str(log))
+            rs, sk = replay_log(log, out / folders[log], blueprint_dir=options.blueprint_dir, config=options.config, judges=judges)
             results += rs
             skipped += sk
             sources.append(log)
     summary = summarize(results, skipped)
     try:
         for run in sources:
-            name = run_folder(run)
+            name = folders[run]
             mine = summarize([r for r in results if r["run"] == str(run)], [s for s in skipped if s["run"] == str(run)])
             write_json_atomic(out / name / REPLAY_SUMMARY, mine)
-            write_run_page(out / name, f"dynsteer replay: {name}", replay_rows(mine["per_scenario"], out / name, out), kind="replay",
-                           links=[("all runs of this replay", "../" + INDEX_HTML)])
+            write_run_page(out / name, f"dynsteer replay: {run_folder(run)}", replay_rows(mine["per_scenario"], out / name, out),
+                           kind="replay", links=[("all runs of this replay", "../" + INDEX_HTML)])
         write_json_atomic(out / REPLAY_SUMMARY, summary)
         write_run_page(out, f"dynsteer replay: {out.name}", replay_rows(summary["per_scenario"], out, out), kind="replay")
     except OSError as exc:
