@@ -241,3 +241,23 @@ def test_a_clean_call_never_halts_on_the_folded_reading() -> None:
     ev.observe(call("c1", "op_a", {"x": "send_message", "target": "+1555"}))
     ev.observe(result("c1"))
     assert not ev.finish().halted
+
+
+def test_no_writer_writes_nan_or_infinity(tmp_path: Path) -> None:
+    """A number that is no finite float (from any input) is written as null by the JSON writers, never as NaN or
+    Infinity, which json.dumps writes and no JSON reader but Python's accepts."""
+    import math
+
+    from dynsteer_hook.files.outputs import write_json_atomic
+
+    def strict(text: str) -> object:
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} written"))
+
+    value = {"a": float("nan"), "b": [float("inf"), -math.inf, 1.5], "c": {"d": float("-inf")}, "e": "NaN"}
+    write_json_atomic(tmp_path / "x.json", value)
+    assert strict((tmp_path / "x.json").read_text()) == {"a": None, "b": [None, None, 1.5], "c": {"d": None}, "e": "NaN"}
+    with JsonlSink(tmp_path / "log.jsonl") as sink:
+        sink.write({"type": "x", "v": float("inf")})
+        sink.write({"type": "y", "v": "\ud800", "w": float("nan")})
+    lines = (tmp_path / "log.jsonl").read_text().splitlines()
+    assert [strict(line)["v"] for line in lines] == [None, "\ud800"] and sink.records == 2

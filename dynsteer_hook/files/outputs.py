@@ -24,6 +24,7 @@ from types import FrameType
 from typing import Any
 
 from dynsteer_hook.model.errors import OutputError
+from dynsteer_hook.model.json_text import finite_value
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
@@ -138,9 +139,18 @@ def write_text_atomic(path: str | Path, text: str, *, durable: bool = True) -> N
         staged.commit()
 
 
+def json_text(data: Any, **options: Any) -> str:
+    """JSON text that is valid JSON: a float that is no finite number (NaN, infinity), which ``json.dumps`` would write as
+    ``NaN`` or ``Infinity``, is written as null (unknown), whatever input it came from (``default=str`` as everywhere)."""
+    try:
+        return json.dumps(data, allow_nan=False, default=str, **options)
+    except ValueError:  # only a non-finite float reaches this: the rare case pays for the copy
+        return json.dumps(finite_value(data), allow_nan=False, default=str, **options)
+
+
 def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON (indented, UTF-8) atomically."""
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Write JSON (indented, UTF-8) atomically; a non-finite number is written as null (``json_text``)."""
+    write_text_atomic(path, json_text(data, indent=2, ensure_ascii=False) + "\n")
 
 
 class JsonlSink:
@@ -182,13 +192,13 @@ class JsonlSink:
             self.dropped += 1
             return
         try:
-            line = json.dumps(record, ensure_ascii=False, default=str)
+            line = json_text(record, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError) as exc:
             line = json.dumps({"type": str(record.get("type", "?")), "unserialisable": f"{type(exc).__name__}: {exc}"[:300]})
         try:
             data = (line + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: escaped, so the line stays valid UTF-8 JSON
-            data = (json.dumps(record, ensure_ascii=True, default=str) + "\n").encode("ascii")
+            data = (json_text(record, ensure_ascii=True) + "\n").encode("ascii")
         try:
             _write_all(self._fd, data)
         except OSError as exc:

@@ -27,6 +27,7 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from dynsteer_hook.files.outputs import write_text_atomic
+from dynsteer_hook.model.json_text import finite_number
 from dynsteer_hook.report.html import REPORT_HTML
 from dynsteer_hook.report.templating import environment
 
@@ -54,7 +55,8 @@ def error_words(fe: Mapping[str, Any] | None) -> str:
 
 
 def _num(value: Any) -> float | None:
-    return None if value is None else round(float(value), 6)
+    number = finite_number(value)  # what no number is (text, NaN, 1e400 read as infinity) shows as an empty cell
+    return None if number is None else round(number, 6)
 
 
 def _stop_fields(stop: Mapping[str, Any] | None) -> dict[str, Any]:

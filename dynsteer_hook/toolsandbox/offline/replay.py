@@ -16,7 +16,6 @@ no blueprint) are skipped with their reason in the summary; the rest go on.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
@@ -29,7 +28,7 @@ from typing import Any
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.events import EventLog
 from dynsteer_hook.files.names import NameBook, is_entry_name
-from dynsteer_hook.files.outputs import check_apart, check_output_dir, create_dir, open_log, write_json_atomic
+from dynsteer_hook.files.outputs import check_apart, check_output_dir, create_dir, json_text, open_log, write_json_atomic
 from dynsteer_hook.files.outputs import reason as os_reason
 from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
@@ -49,9 +48,11 @@ from dynsteer_hook.toolsandbox.offline.recording import (
     Recording,
     RecordingError,
     _read_json,
+    _shown,
     agent_batches,
     load_recording,
     recorded_events,
+    summary_entry_problem,
 )
 
 REPLAY_SUMMARY = "replay_summary.json"
@@ -162,16 +163,7 @@ def jobs_of(run: Path, out: Path) -> tuple[list[Job], list[dict[str, Any]]]:
     """The scenarios of a run folder to replay into ``out`` (the run's folder in the replay's output), and the ones
     skipped with their reason. A scenario's reports go to the safe form of its name (``files.names``); a name that is no
     entry of ``trajectories/`` (``../x``, a path) is never read."""
-    summaries: dict[str, Mapping[str, Any]] = {}
-    skipped: list[dict[str, Any]] = []
-    if (run / RESULT_SUMMARY).is_file():
-        try:
-            data = _read_json(run / RESULT_SUMMARY, "result summary")
-            for r in data.get("per_scenario_results", []) if isinstance(data, dict) else []:
-                if isinstance(r, dict) and isinstance(r.get("name"), str):
-                    summaries[r["name"]] = r
-        except RecordingError as exc:
-            skipped.append({"run": str(run), "scenario": None, "reason": str(exc)})
+    summaries, skipped = _summary_entries(run)
     names = set(summaries)
     if (run / "trajectories").is_dir():
         names |= {p.name for p in (run / "trajectories").iterdir() if p.is_dir()}
@@ -179,6 +171,11 @@ def jobs_of(run: Path, out: Path) -> tuple[list[Job], list[dict[str, Any]]]:
     book = NameBook()
     for name in sorted(names):
         s = summaries.get(name)
+        problem = None if s is None else summary_entry_problem(s)
+        if problem is not None:  # one bad record is that scenario's skip, never the run's failure
+            skipped.append({"run": str(run), "scenario": name[:200], "reason": f"its entry in {run / RESULT_SUMMARY} {problem}; fix or "
+                            "remove that entry and replay again"})
+            continue
         if not is_entry_name(name):  # a summary's name is text, not a path: ../x would read outside the recording
             skipped.append({"run": str(run), "scenario": name[:200], "reason": "its name is no folder of trajectories/ (it is empty, "
                             "'.', '..' or holds a '/' or '\\'), so there is no recording of it to read"})
@@ -188,6 +185,32 @@ def jobs_of(run: Path, out: Path) -> tuple[list[Job], list[dict[str, Any]]]:
             continue
         jobs.append(Job(run, name, out, s, book.claim(name)))
     return jobs, skipped
+
+
+def _summary_entries(run: Path) -> tuple[dict[str, Mapping[str, Any]], list[dict[str, Any]]]:
+    """The scenario entries of a run's ``result_summary.json`` by name, and what in it could not be read (an entry that is
+    no object or has no name, a file that is no JSON: reported, the rest read). Numbers beyond a float are read as
+    infinity here so that ``summary_entry_problem`` can refuse the one entry holding one, not the whole file."""
+    entries: dict[str, Mapping[str, Any]] = {}
+    if not (run / RESULT_SUMMARY).is_file():
+        return entries, []
+    where = run / RESULT_SUMMARY
+    try:
+        data = _read_json(where, "result summary", finite=False)
+    except RecordingError as exc:
+        return entries, [{"run": str(run), "scenario": None, "reason": str(exc)}]
+    listed = data.get("per_scenario_results", []) if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        return entries, [{"run": str(run), "scenario": None, "reason": f"{where} has no list per_scenario_results; the scenarios "
+                          "are replayed without their recorded categories and similarity"}]
+    skipped: list[dict[str, Any]] = []
+    for i, r in enumerate(listed):
+        if isinstance(r, dict) and isinstance(r.get("name"), str):
+            entries[r["name"]] = r
+        else:
+            skipped.append({"run": str(run), "scenario": None, "reason": f"entry {i} of per_scenario_results in {where} is "
+                            f"{_shown(r)}, not an object with a name; fix or remove that entry"})
+    return entries, skipped
 
 
 def _blueprint(options: ReplayOptions, name: str) -> Any:
@@ -288,10 +311,10 @@ def _result(recording: Recording, report: Any, vstop: VirtualStop | None, batche
     return {
         "run": str(recording.run),
         "scenario": recording.scenario,
-        "categories": [str(c) for c in recorded.get("categories", [])],
+        "categories": [str(c) for c in recorded.get("categories") or []],
         "outcome": report.outcome,
         "score": report.score,
-        "native_similarity": recorded.get("similarity"),
+        "native_similarity": recorded.get("similarity"),  # checked by summary_entry_problem: a finite number or null
         "native_milestone_similarity": recorded.get("milestone_similarity"),
         "native_minefield_similarity": recorded.get("minefield_similarity"),
         "halted": report.halted,
@@ -419,4 +442,4 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
 
 def dumps(summary: Mapping[str, Any]) -> str:
     """JSON text of a summary."""
-    return json.dumps(summary, indent=2, ensure_ascii=False, default=str)
+    return json_text(summary, indent=2, ensure_ascii=False)
