@@ -39,10 +39,9 @@ from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from dynsteer_hook.llm._litellm import litellm, llm_errors
-from dynsteer_hook.llm.completion import Completion, JsonCompletion, JsonMode, Message, ModelToolCall, Usage
+from dynsteer_hook.llm.completion import MAX_SECONDS, Completion, JsonCompletion, JsonMode, Message, ModelToolCall, Usage
 from dynsteer_hook.llm.endpoint import LOCAL_PLACEHOLDER_KEY, endpoint_without_secrets
 from dynsteer_hook.llm.output import parse_output
-from dynsteer_hook.llm.settings import MAX_SECONDS
 from dynsteer_hook.llm.transport import Backoff, classify, rejected_key, run_with_deadline, short_error, warm_up
 from dynsteer_hook.model.errors import LLMError, LLMUnavailableError, LLMUsageError
 from dynsteer_hook.model.json_text import repair_text

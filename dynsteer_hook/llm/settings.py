@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
+from dynsteer_hook.llm.completion import MAX_RETRIES, MAX_SECONDS
 from dynsteer_hook.model.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -23,10 +24,6 @@ if TYPE_CHECKING:
 
 JsonMode = Literal["auto", "object", "schema", "off"]
 JSON_MODES: tuple[str, ...] = ("auto", "object", "schema", "off")
-MAX_SECONDS = 86_400.0
-"""Longest timeout or backoff accepted: a day (a thread's wait overflows long before 1e308 s)."""
-MAX_RETRIES = 100
-"""Most retries accepted per call: with backoff, more would hold a run for hours against a dead server."""
 ToolChoice = Literal["auto", "required", "none", "omit"]
 TOOL_CHOICES: tuple[str, ...] = ("auto", "required", "none", "omit")
 
