@@ -53,7 +53,7 @@ def _data_start(handle: BinaryIO, info: zipfile.ZipInfo) -> int:
     if len(header) != _LOCAL_HEADER.size or header[:4] != b"PK\x03\x04":
         raise ValueError("its local header is damaged")
     name_len, extra_len = _LOCAL_HEADER.unpack(header)[-2:]
-    return info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
+    return int(info.header_offset + _LOCAL_HEADER.size + name_len + extra_len)
 
 
 class _Compressed:
@@ -79,7 +79,7 @@ def _chunks(handle: BinaryIO, info: zipfile.ZipInfo) -> Iterator[bytes]:
     elif info.compress_type == ZIP_ZSTD:
         import zstandard  # Inspect's own dependency (the inspect extra): how it compresses the members it writes
 
-        reader = zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)
+        reader = zstandard.ZstdDecompressor().stream_reader(source, read_across_frames=True)  # type: ignore[arg-type]  # any object with read()
         while chunk := reader.read(_CHUNK):
             yield chunk
     else:

@@ -27,14 +27,14 @@ from inspect_ai.model import ChatMessageAssistant
 
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.names import NameBook, is_entry_name
-from dynsteer_hook.files.outputs import JsonlSink
+from dynsteer_hook.files.outputs import JsonlSink, check_below
 from dynsteer_hook.inspect.adapter import BLUEPRINT_KEY, STOP_KEY
 from dynsteer_hook.inspect.archive import ArchiveError, check_archive
 from dynsteer_hook.inspect.convert import SampleFeed, tool_event_results
 from dynsteer_hook.judges.base import Judge
 from dynsteer_hook.model.blueprint import Blueprint, parse_blueprint
 from dynsteer_hook.model.config import EvaluatorConfig
-from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
+from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt, OutputError
 from dynsteer_hook.model.json_text import finite_number
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.evaluator import Evaluator
@@ -158,7 +158,11 @@ def replay_sample(sample: EvalSample, *, log: Path, task: str, out: Path, bluepr
     except BlueprintError as exc:
         return {"run": str(log), "scenario": name, "skipped": str(exc)}
     folder = out / "trajectories" / (names or NameBook()).claim(name)
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        check_below(out, folder, "-o/--out", (AUDIT_LOG,))  # a link planted there would take the sample's reports elsewhere
+        folder.mkdir(parents=True, exist_ok=True)
+    except (OutputError, OSError) as exc:
+        return {"run": str(log), "scenario": name, "skipped": f"its report folder cannot be written: {exc}"}
     feed = SampleFeed({t.name for t in bp.catalog} or None, tool_event_results(sample.events))
     stop_batch: int | None = None
     with JsonlSink(folder / AUDIT_LOG) as sink:
@@ -211,7 +215,7 @@ def replay_log(log: Path, out: Path, *, blueprint_dir: Path | None, config: Eval
     try:
         problems = check_archive(log)
     except ArchiveError as exc:
-        return [], [_skip(log, None, f"{log} {exc}")]
+        return [], [_skip(log, None, f"{log} could not be read as an Inspect log: it {exc}")]
     whole_log = [(m, why) for m, why in problems.items() if not m.startswith(f"{SAMPLES_DIR}/")]
     if whole_log:
         member, why = whole_log[0]

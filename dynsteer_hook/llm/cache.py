@@ -35,6 +35,7 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel
 
+from dynsteer_hook.files.cache import read_entry
 from dynsteer_hook.files.outputs import reason, temp_sibling
 from dynsteer_hook.llm.client import LLMClient
 from dynsteer_hook.llm.completion import Completion, JsonCompletion, Message, Usage
@@ -45,6 +46,8 @@ T = TypeVar("T", bound=BaseModel)
 
 CACHE_VERSION = 1
 """Bumped when the key or the file layout changes: older files then simply miss."""
+MAX_ENTRY_BYTES = 16 * 2**20
+"""Largest entry read (an answer is some kilobytes): a larger file is no answer this cache wrote."""
 
 # Through the standard library's logging: a program embedding the package sees its warnings only, unless it
 # configures logging (the command line does, in logs.py).
@@ -144,7 +147,7 @@ class CachedJudgeClient:
 
     def _read(self, path: Path, key: str) -> dict[str, Any] | None:
         try:
-            raw = path.read_bytes()
+            raw, _ = read_entry(path, MAX_ENTRY_BYTES)  # never a link, a pipe or /dev/zero: those would hang or never end
         except FileNotFoundError:
             return None
         except OSError as exc:

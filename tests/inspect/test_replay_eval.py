@@ -256,4 +256,23 @@ def test_a_pipe_named_like_a_log_is_skipped_without_waiting(tmp_path: Path) -> N
     assert code == 0 and "Traceback" not in err, err[-2000:]
     summary = json.loads((tmp_path / "out" / "replay_summary.json").read_text())
     [skip] = summary["skipped_scenarios"]
-    assert summary["replayed"] == 1 and "pipe.eval is a pipe" in skip["reason"]
+    assert summary["replayed"] == 1 and "pipe.eval could not be read as an Inspect log: it is a pipe" in skip["reason"]
+
+
+def test_a_link_planted_at_a_sample_folder_is_never_written_through(tmp_path: Path) -> None:
+    """``O/<log>/trajectories/<sample>`` linked to another folder: that sample is skipped saying so, the link's target gets
+    nothing, the other samples are replayed; a link at ``O/<log>`` itself stops the replay in one sentence before it writes."""
+    log = record(tmp_path, DynSteer(ex.blueprint()), ("clean", "loop"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    sample_dir = tmp_path / "out" / log.stem / "trajectories" / "loop_1"
+    sample_dir.parent.mkdir(parents=True)
+    sample_dir.symlink_to(elsewhere, target_is_directory=True)
+    got = replay(log, out=tmp_path / "out")
+    [skip] = got["_summary"]["skipped_scenarios"]
+    assert skip["scenario"] == "loop_1" and "symbolic link" in skip["reason"] and list(elsewhere.iterdir()) == []
+    assert got["clean_1"]["outcome"] == "completed"
+    (tmp_path / "out2").mkdir()
+    (tmp_path / "out2" / log.stem).symlink_to(elsewhere, target_is_directory=True)
+    assert main(["replay", str(log), "-o", str(tmp_path / "out2"), "--no-progress"]) == 2
+    assert list(elsewhere.iterdir()) == []

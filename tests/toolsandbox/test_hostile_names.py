@@ -104,3 +104,14 @@ def test_a_run_folder_named_after_a_model_is_one_safe_folder_name(model: str, tm
     options = RunOptions(agent=LITELLM, user=LITELLM, agent_model=ModelSettings(model=model), user_model=ModelSettings(model=model))
     folder = output_directory_for(tmp_path, options)
     assert folder.parent == tmp_path and is_safe_name(folder.name) and folder.name.startswith("agent_")
+
+
+@pytest.mark.parametrize("task", ["../../x", "..", ".hidden", "CON", "a\nb", "a/b"])
+def test_a_view_whose_task_cannot_name_a_blueprint_file_is_one_sentence(tmp_path: Path, task: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """``compile --view`` writes ``<task>.json``: a task that is no safe name is refused before anything is written."""
+    from llm_graphs import VIEW
+
+    (tmp_path / "view.json").write_text(VIEW.model_copy(update={"task": task}).model_dump_json())
+    assert main(["compile", "--view", str(tmp_path / "view.json"), "-o", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "cannot name a blueprint file" in err and err.count("\n") == 1 and not (tmp_path / "out").exists()

@@ -273,3 +273,42 @@ def test_one_bad_record_in_the_result_summary_is_reported_and_the_rest_replayed(
     for r in summary["per_scenario"]:
         if r["scenario"] != B:
             assert r["categories"] and r["native_similarity"] == 1.0, r["scenario"]
+
+
+@pytest.mark.parametrize("planted", ["run", "trajectories", "scenario"])
+def test_a_link_planted_in_the_output_never_leads_the_replay_into_the_recording(
+    recorded: dict[tuple[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], planted: str,
+) -> None:
+    """``-o O`` where ``O/<run>``, ``O/<run>/trajectories`` or ``O/<run>/trajectories/<scenario>`` is a link to the recording:
+    one sentence naming the link, exit status 2, and the recording byte for byte as it was."""
+    from test_hostile_files import snapshot
+
+    run = tmp_path / "run"
+    shutil.copytree(recorded[("clean_solver", "native")], run)
+    out = tmp_path / "out"
+    target = {"run": run, "trajectories": run / "trajectories", "scenario": run / "trajectories" / B}[planted]
+    link = {"run": out / "run", "trajectories": out / "run" / "trajectories", "scenario": out / "run" / "trajectories" / B}[planted]
+    link.parent.mkdir(parents=True)
+    link.symlink_to(target, target_is_directory=True)
+    before = snapshot(run)
+    assert main(["replay", str(run), "-o", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "is a symbolic link" in err and str(link) in err and err.count("\n") == 1 and "Traceback" not in err
+    assert snapshot(run) == before and not (out / "replay_summary.json").exists()
+
+
+def test_a_log_linked_into_the_recording_is_refused(recorded: dict[tuple[str, str], Path], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A link planted where a scenario's audit log will be appended to (to a file of the recording): one sentence naming
+    it, exit status 2, and the recording's file keeps its bytes."""
+    run = tmp_path / "run"
+    shutil.copytree(recorded[("clean_solver", "native")], run)
+    victim = run / "trajectories" / B / "execution_context.json"
+    before = victim.read_bytes()
+    audit = tmp_path / "out" / "run" / "trajectories" / B / "dynsteer_audit.jsonl"
+    audit.parent.mkdir(parents=True)
+    audit.symlink_to(victim)
+    assert main(["replay", str(run), "-o", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{audit} is a symbolic link" in err and err.count("\n") == 1
+    assert victim.read_bytes() == before

@@ -28,7 +28,7 @@ from typing import Any
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.events import EventLog
 from dynsteer_hook.files.names import NameBook, is_entry_name
-from dynsteer_hook.files.outputs import check_apart, check_output_dir, create_dir, json_text, open_log, write_json_atomic
+from dynsteer_hook.files.outputs import check_apart, check_below, check_output_dir, create_dir, json_text, open_log, write_json_atomic
 from dynsteer_hook.files.outputs import reason as os_reason
 from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
@@ -410,6 +410,8 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
         js, sk = jobs_of(run, out / folders[run])
         jobs += js
         skipped += sk
+    for job in jobs:  # every folder the replay will write in, and the logs it appends to there, before it writes anything
+        check_below(out, job.report_dir, "-o/--out", (AUDIT_LOG, EVENTS_FILE))
     create_dir(out, "-o/--out")
     worker = partial(replay_one, options=options)
     results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress, label))
@@ -420,6 +422,7 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
         judges = options.judges.build()
         for log in find_logs(logs):
             folders[log] = book.claim(run_folder(log), key=str(log))
+            check_below(out, out / folders[log] / "trajectories", "-o/--out")
             rs, sk = replay_log(log, out / folders[log], blueprint_dir=options.blueprint_dir, config=options.config, judges=judges)
             results += rs
             skipped += sk
