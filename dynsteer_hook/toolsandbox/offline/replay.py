@@ -378,6 +378,15 @@ def _progress(items: Iterator[dict[str, Any]], total: int, enabled: bool, label:
             yield r
 
 
+def _eval_logs(paths: list[Path]) -> list[Path]:
+    """The ``.eval`` files named or lying in the folders named (none without paths: the ``inspect`` extra is then not imported)."""
+    if not paths:
+        return []
+    from dynsteer_hook.inspect.replay import find_logs
+
+    return find_logs(paths)
+
+
 def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, processes: int = 1, progress: bool = False, *,
                 engine: str = "local", ray_address: str | None = None, label: str = "dynsteer replay") -> dict[str, Any]:
     """Replay every recorded scenario under ``paths`` into ``out`` and write the summaries.
@@ -402,27 +411,30 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
     runs = find_runs([p for p in paths if p not in logs]) if len(logs) < len(paths) else []
     check_apart(out, [*runs, *logs], "-o/--out")
     check_output_dir(out, "-o/--out")
+    eval_logs = _eval_logs(logs)
     book = NameBook(taken={INDEX_HTML, REPLAY_SUMMARY})  # one folder per recorded run or log, never one of the replay's own files
-    folders = {run: book.claim(run_folder(run), key=str(run)) for run in runs}
+    folders = {source: book.claim(run_folder(source), key=str(source)) for source in [*runs, *eval_logs]}
     jobs: list[Job] = []
     skipped: list[dict[str, Any]] = []
     for run in runs:
         js, sk = jobs_of(run, out / folders[run])
         jobs += js
         skipped += sk
-    for job in jobs:  # every folder the replay will write in, and the logs it appends to there, before it writes anything
+    # Every folder the replay will write in, and the logs it appends to there, before it writes anything (an Inspect
+    # sample's own folder is checked when the sample is read).
+    for job in jobs:
         check_below(out, job.report_dir, "-o/--out", (AUDIT_LOG, EVENTS_FILE))
+    for log in eval_logs:
+        check_below(out, out / folders[log] / "trajectories", "-o/--out")
     create_dir(out, "-o/--out")
     worker = partial(replay_one, options=options)
     results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress, label))
     sources: list[Path] = list(runs)
-    if logs:
-        from dynsteer_hook.inspect.replay import find_logs, replay_log
+    if eval_logs:
+        from dynsteer_hook.inspect.replay import replay_log
 
         judges = options.judges.build()
-        for log in find_logs(logs):
-            folders[log] = book.claim(run_folder(log), key=str(log))
-            check_below(out, out / folders[log] / "trajectories", "-o/--out")
+        for log in eval_logs:
             rs, sk = replay_log(log, out / folders[log], blueprint_dir=options.blueprint_dir, config=options.config, judges=judges)
             results += rs
             skipped += sk
