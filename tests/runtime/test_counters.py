@@ -40,7 +40,7 @@ STEP = st.one_of(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(st.lists(STEP, max_size=80))
 def test_the_most_failed_call_is_the_one_a_pass_over_all_finds(steps: list[tuple[str, bytes, bool, str]]) -> None:
     """After every step the counters report what the reference reports (or nothing, when no call is failing)."""
