@@ -220,9 +220,11 @@ def otel_observers(args: argparse.Namespace, *, source: str, theta_pass: float, 
 
     settings = otel_settings(value, content=args.otel_content)
     if settings.file is not None:
-        from dynsteer_hook.files.outputs import check_apart
+        from dynsteer_hook.files.outputs import check_apart, check_not_an_input
 
-        check_apart(settings.file, [p for p in inputs if p is not None], "--otel", kind="file")
+        given = [p for p in inputs if p is not None]
+        check_apart(settings.file, given, "--otel", kind="file")
+        check_not_an_input(settings.file, given, "--otel")  # a hard link, or a link inside an input folder, by identity
     from dynsteer_hook.otel.observer import OtelObserver
 
     return (OtelObserver(settings, source=source, theta_pass=theta_pass),)

@@ -234,3 +234,17 @@ def test_evaluate_without_the_toolsandbox_subpackage(files: dict[str, Path], cap
     with pytest.raises(SystemExit):
         main(["run", "--help"])
     assert "invalid choice: 'run'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", [["--alpha", "1e308"], ["--beta", "inf"], ["--set", 'initial_weights={"safety": 1e300}']])
+def test_a_rate_or_weight_too_large_for_the_weight_update_is_one_sentence(files: dict[str, Path], flag: list[str],
+                                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """A value that would overflow the weight update (eq. 7) at the first imperfect stage is refused before any event is read,
+    with the field, the bound and the default; nothing is written."""
+    idle = [call(f"i{i}", "op_a", {"x": "wrong"}) for i in range(3)]
+    lines = [r for c in idle for r in (event_to_record(c), {"kind": "tool_result", "call_id": c.call_id, "result": "none"})]
+    files["events"].write_text("".join(json.dumps(r) + "\n" for r in [*lines, *map(event_to_record, settle_events(["a", "b", "c"]))]),
+                               encoding="utf-8")
+    assert evaluate(files, *flag) == EXIT_USAGE
+    assert "is not accepted" in one_sentence_error(capsys.readouterr().err)
+    assert not files["report"].exists()

@@ -38,6 +38,9 @@ def test_partial_initial_weights_are_completed_and_normalised() -> None:
         ({"initial_weights": {"safety": 0.0}}, "initial_weights={'safety': 0.0} is not accepted (input should be greater than 0)"),
         ({"min_weight": 0.25}, "min_weight=0.25 is not accepted (input should be less than 0.25)"),
         ({"theta_pass": float("nan")}, "theta_pass=nan is not accepted"),
+        ({"alpha": 1e308}, "alpha=1e+308 is not accepted (input should be less than or equal to 100)"),
+        ({"beta": float("inf")}, "beta=inf is not accepted (input should be a finite number)"),
+        ({"initial_weights": {"safety": 1e300}}, "initial_weights={'safety': 1e+300} is not accepted (input should be less than or equal to 1000000)"),
     ],
 )
 def test_invalid_values_are_rejected(over: dict[str, object], fragment: str) -> None:
@@ -122,3 +125,19 @@ def test_min_tier_flag_lets_the_ladder_reach_the_forced_tier() -> None:
     assert config_from_args(p.parse_args([])).min_tier == 1
     with pytest.raises(ConfigError, match="min_tier"):
         config_from_args(p.parse_args(["--min-tier", "3", "--max-tier", "2"]))
+
+
+def test_the_weight_update_stays_finite_at_the_bounds() -> None:
+    """At the largest alpha, beta and starting weight, a thousand stages of worst and best scores keep every weight a finite
+    number and the weights summing to one (eq. 7 never overflows inside the bounds)."""
+    import math
+
+    from dynsteer_hook.model.config import MAX_INITIAL_WEIGHT, MAX_RATE
+    from dynsteer_hook.runtime.policy import update_weights
+
+    cfg = EvaluatorConfig(alpha=MAX_RATE, beta=MAX_RATE, min_weight=0.0, initial_weights={"safety": MAX_INITIAL_WEIGHT})
+    weights = cfg.normalized_initial_weights()
+    for i in range(1000):
+        scores = {d: float((i + j) % 2) for j, d in enumerate(DIMENSIONS)}
+        weights = update_weights(weights, scores, dict.fromkeys(DIMENSIONS, 1.0), cfg.alpha, cfg.beta, cfg.min_weight)
+        assert all(math.isfinite(w) and w >= 0 for w in weights.values()) and math.isclose(sum(weights.values()), 1.0)

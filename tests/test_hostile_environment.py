@@ -18,7 +18,8 @@ from dynsteer_hook.model.task_view import PublicMessage, TaskView
 ROWS = [
     ("evaluate", "DYNSTEER_JUDGE_TIMEOUT", "soon", "DYNSTEER_JUDGE_TIMEOUT='soon' is not a number"),
     ("evaluate", "DYNSTEER_JUDGE_TIMEOUT", "0", "DYNSTEER_JUDGE_TIMEOUT must be positive"),
-    ("evaluate", "DYNSTEER_JUDGE_MAX_RETRIES", "-1", "DYNSTEER_JUDGE_MAX_RETRIES must be 0 or more"),
+    ("evaluate", "DYNSTEER_JUDGE_MAX_RETRIES", "-1", "DYNSTEER_JUDGE_MAX_RETRIES must be between 0 and 100"),
+    ("evaluate", "DYNSTEER_JUDGE_TIMEOUT", "1e308", "DYNSTEER_JUDGE_TIMEOUT must be positive and at most 86400"),
     ("evaluate", "DYNSTEER_JUDGE_MAX_RETRIES", "2.5", "DYNSTEER_JUDGE_MAX_RETRIES='2.5' is not a number"),
     ("evaluate", "DYNSTEER_JUDGE_TEMPERATURE", "nan", "DYNSTEER_JUDGE_TEMPERATURE must be between 0 and 2"),
     ("evaluate", "DYNSTEER_JUDGE_JSON_MODE", "yaml", "DYNSTEER_JUDGE_JSON_MODE must be one of auto, object, schema, off"),
@@ -26,7 +27,7 @@ ROWS = [
     ("evaluate", "DYNSTEER_JUDGE_SAMPLES", "0", "DYNSTEER_JUDGE_SAMPLES"),
     ("evaluate", "DYNSTEER_JUDGE_API_KEY_ENV", "DYNSTEER_TEST_SURELY_UNSET", "DYNSTEER_TEST_SURELY_UNSET"),
     ("compile", "DYNSTEER_COMPILE_MAX_TOKENS", "0", "DYNSTEER_COMPILE_MAX_TOKENS must be at least 1"),
-    ("compile", "DYNSTEER_COMPILE_BACKOFF", "-3", "DYNSTEER_COMPILE_BACKOFF must be 0 or more"),
+    ("compile", "DYNSTEER_COMPILE_BACKOFF", "-3", "DYNSTEER_COMPILE_BACKOFF must be between 0 and 86400"),
     ("compile", "DYNSTEER_COMPILE_MODEL", "nonsense-model-xyz", "names no provider"),
     ("run", "DYNSTEER_AGENT_TIMEOUT", "never", "DYNSTEER_AGENT_TIMEOUT='never' is not a number"),
     ("run", "DYNSTEER_AGENT_MAX_TOKENS", "0", "DYNSTEER_AGENT_MAX_TOKENS must be at least 1"),

@@ -57,6 +57,9 @@ MALFORMATIONS = [
     Malformation("nested_past_the_stack", _write(b"[" * 100_000 + b"]" * 100_000 + b"\n"), "deeper than 100 levels"),
     Malformation("nested_past_the_limit", _write(b"[" * 101 + b"]" * 101 + b"\n"), "deeper than 100 levels"),
     Malformation("wrong_shape", _write(b"[1, 2]\n"), "WRONG_SHAPE"),
+    # 1e400 is a JSON number Python reads as infinity, which no JSON writer may write back.
+    Malformation("number_past_a_float", lambda path, good: path.write_bytes(good.replace(b"{", b'{"n": 1e400, ', 1)),
+                 "beyond the range of a float"),
 ]
 
 

@@ -21,7 +21,8 @@ from test_judge_cache import _client, _request
 
 from dynsteer_hook.cli import main
 from dynsteer_hook.files.blueprints import load_blueprint, save_blueprint
-from dynsteer_hook.files.outputs import JsonlSink, check_apart, slug
+from dynsteer_hook.files.names import MAX_NAME, safe_name
+from dynsteer_hook.files.outputs import JsonlSink, check_apart
 from dynsteer_hook.judges.llm_judges import StandardJudge
 from dynsteer_hook.judges.steps import CallFacts, Step
 from dynsteer_hook.llm.cache import CachedJudgeClient
@@ -171,12 +172,12 @@ def test_an_output_folder_overlapping_an_input_is_refused(tmp_path: Path, output
 
 @pytest.mark.parametrize("name", ["../../X", "a/b", "/abs", "..", ".", "", "a\nb", "<b>x</b>", "x|y", "\ud800", "n" * 500])
 def test_any_name_becomes_a_safe_distinct_path_component(tmp_path: Path, name: str) -> None:
-    """A slug is one plain component, never a dot name, and two names never share one."""
-    s = slug(name)
-    assert s and "/" not in s and not s.startswith(".") and len(s) <= 200 and s.isascii()
+    """A safe name is one plain component, never a dot name, and two names never share one."""
+    s = safe_name(name)
+    assert s and "/" not in s and not s.startswith(".") and len(s) <= MAX_NAME and s.isascii()
     assert (tmp_path / s).resolve().parent == tmp_path.resolve()
-    assert slug(name + "x") != s
-    assert slug("plain_name-1.0") == "plain_name-1.0"
+    assert safe_name(name + "x") != s
+    assert safe_name("plain_name-1.0") == "plain_name-1.0"
 
 
 # ---- lists that grow with the run ----------------------------------------------------------------------
@@ -240,3 +241,23 @@ def test_a_clean_call_never_halts_on_the_folded_reading() -> None:
     ev.observe(call("c1", "op_a", {"x": "send_message", "target": "+1555"}))
     ev.observe(result("c1"))
     assert not ev.finish().halted
+
+
+def test_no_writer_writes_nan_or_infinity(tmp_path: Path) -> None:
+    """A number that is no finite float (from any input) is written as null by the JSON writers, never as NaN or
+    Infinity, which json.dumps writes and no JSON reader but Python's accepts."""
+    import math
+
+    from dynsteer_hook.files.outputs import write_json_atomic
+
+    def strict(text: str) -> object:
+        return json.loads(text, parse_constant=lambda name: pytest.fail(f"{name} written"))
+
+    value = {"a": float("nan"), "b": [float("inf"), -math.inf, 1.5], "c": {"d": float("-inf")}, "e": "NaN"}
+    write_json_atomic(tmp_path / "x.json", value)
+    assert strict((tmp_path / "x.json").read_text()) == {"a": None, "b": [None, None, 1.5], "c": {"d": None}, "e": "NaN"}
+    with JsonlSink(tmp_path / "log.jsonl") as sink:
+        sink.write({"type": "x", "v": float("inf")})
+        sink.write({"type": "y", "v": "\ud800", "w": float("nan")})
+    lines = (tmp_path / "log.jsonl").read_text().splitlines()
+    assert [strict(line)["v"] for line in lines] == [None, "\ud800"] and sink.records == 2

@@ -324,6 +324,10 @@ def long_run(case: str) -> dict[str, Any]:
         bp = _blueprint(1, [], (_NEVER_SHOWN.model_copy(update={"fatal": False}),))
         pad = "delivery receipt " * 12
         events = [e for i in range(30_000) for e in (ToolCall(f"s{i}", "send", {"to": f"+1999{i:07d}"}), ToolResult(f"s{i}", f"{pad}{i}"))]
+    elif case == "events-60000-distinct-failing-calls":  # each lookup fails once: the most-failed call is asked after each action
+        bp = _blueprint(1, [])
+        events = [e for i in range(30_000) for e in (ToolCall(f"l{i}", "lookup", {"name": f"person {i}"}),
+                                                     ToolResult(f"l{i}", None, exception="LookupError: no such person"))]
     else:
         raise ValueError(case)
     ev = Evaluator(bp, PATIENT)
@@ -345,6 +349,7 @@ LONG_RUNS = [
     ("events-60000-grounded-sends", {"outcome": "completed", "halted": None, "settled": 20, "k": 60_040, "t": 30_020}),
     ("events-20000-sends-to-strangers", {"outcome": "incomplete", "halted": None, "settled": 0, "k": 20_000, "t": 10_000}),
     ("events-60000-strangers-bulky-results", {"outcome": "incomplete", "halted": None, "settled": 0, "k": 60_000, "t": 30_000}),
+    ("events-60000-distinct-failing-calls", {"outcome": "incomplete", "halted": None, "settled": 0, "k": 60_000, "t": 30_000}),
 ]
 
 

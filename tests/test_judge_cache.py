@@ -80,6 +80,8 @@ def test_the_key_changes_with_the_prompt_the_temperature_the_limit_and_the_model
     b'{"key": "KEY", "text": 42, "finish_reason": "stop", "usage": {}}',
     b'{"key": "another", "text": "{}", "finish_reason": "stop", "usage": {"prompt_tokens": 1, "completion_tokens": 1, "cost_usd": 0, "cost_known": true}}',
     b'{"key": "KEY", "text": "{}", "finish_reason": "stop", "usage": {"prompt_tokens": -5, "completion_tokens": 1, "cost_usd": 0, "cost_known": true}}',
+    b'{"key": "KEY", "text": "{}", "usage": {"prompt_tokens": 1, "completion_tokens": 1, "cost_usd": 0, "cost_known": true}}',
+    b'{"key": "KEY", "text": "{}", "finish_reason": "stop", "usage": {"prompt_tokens": 1, "completion_tokens": 1, "cost_usd": 1e400, "cost_known": true}}',
 ])
 def test_a_damaged_entry_is_ignored_with_a_note_and_replaced(llm_server: FakeLLMServer, tmp_path: Path, damage: bytes) -> None:
     """An entry that is not a whole answer for its own key is counted as corrupt, the model is asked, the file rewritten whole."""

@@ -164,3 +164,16 @@ def test_judge_settings_never_hold_the_key_itself(monkeypatch: pytest.MonkeyPatc
                                    EvaluatorConfig(), environ={})
     assert "never-recorded" not in repr(settings) and settings.model.api_key_env == "JUDGE_KEY_FOR_TEST"
 
+
+
+@pytest.mark.parametrize(("field", "value"), [("timeout", 1e308), ("timeout", float("inf")), ("timeout", float("nan")),
+                                              ("backoff", float("nan")), ("backoff", 1e308), ("max_retries", 10**9)])
+def test_a_wait_no_timer_can_hold_or_no_number_is_refused_in_one_sentence(field: str, value: float) -> None:
+    """A timeout of 1e308 s would overflow the attempt's timer at the first call and NaN passes every comparison: both are
+    refused with the flag and the range, before any model is asked."""
+    from dynsteer_hook.model.errors import ConfigError
+
+    settings = ModelSettings(model="openai/x", prefix="judge", **{field: value})
+    with pytest.raises(ConfigError, match=f"--judge-{field.replace('_', '-')} must be") as exc:
+        settings.check()
+    assert "\n" not in str(exc.value)

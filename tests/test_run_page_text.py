@@ -11,7 +11,7 @@ from typing import Any
 
 from needs import need_module
 
-from dynsteer_hook.files.outputs import slug
+from dynsteer_hook.files.names import safe_name
 from dynsteer_hook.report.compare_page import markdown_rows, md_cell, replay_href, replay_index_href, scenario_table
 from dynsteer_hook.report.run_page import (
     console_table,
@@ -145,7 +145,7 @@ def test_markdown_cells_stay_one_cell_of_text() -> None:
 
 def _cell(agent: str, scenario: str, score: float, native: float | None, repeat: int = 0, stop: str | None = None) -> dict[str, Any]:
     return {"agent": agent, "repeat": repeat, "scenario": scenario, "score": score, "native": native, "stop": stop,
-            "href": replay_href(agent, repeat, "/runs/run_1", scenario)}
+            "href": replay_href(agent, repeat, f"run_1/trajectories/{scenario}")}
 
 
 def test_scenarios_where_the_evaluators_disagree_come_first() -> None:
@@ -164,6 +164,6 @@ def test_scenarios_where_the_evaluators_disagree_come_first() -> None:
 
 def test_hrefs_percent_encode_every_part() -> None:
     assert scenario_href("a b#?%/<") == "trajectories/a%20b%23%3F%25%2F%3C/dynsteer_report.html"
-    # the agent's part is the slug of its name, the folder compare writes its replays in
-    assert replay_href("x/y", 1, "r", "s#1").startswith(f"replays/{slug('x/y')}/repeat_1/r/trajectories/s%231/")
-    assert "/" not in slug("x/y") and replay_index_href("../../x", 1) == f"replays/{slug('../../x')}/repeat_1/index.html"
+    # the agent's part is the folder compare writes its replays in (the safe form of its name), then the recorded folder
+    assert replay_href(safe_name("x/y"), 1, "r/trajectories/s#1").startswith(f"replays/{safe_name('x/y')}/repeat_1/r/trajectories/s%231/")
+    assert "/" not in safe_name("x/y") and replay_index_href(safe_name("../../x"), 1) == f"replays/{safe_name('../../x')}/repeat_1/index.html"

@@ -10,10 +10,8 @@ never leaves a partial line or a temporary file behind.
 from __future__ import annotations
 
 import errno
-import hashlib
 import json
 import os
-import re
 import secrets
 import signal
 import stat
@@ -26,6 +24,7 @@ from types import FrameType
 from typing import Any
 
 from dynsteer_hook.model.errors import OutputError
+from dynsteer_hook.model.json_text import finite_value
 
 _NEW_FILE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
 
@@ -140,9 +139,18 @@ def write_text_atomic(path: str | Path, text: str, *, durable: bool = True) -> N
         staged.commit()
 
 
+def json_text(data: Any, **options: Any) -> str:
+    """JSON text that is valid JSON: a float that is no finite number (NaN, infinity), which ``json.dumps`` would write as
+    ``NaN`` or ``Infinity``, is written as null (unknown), whatever input it came from (``default=str`` as everywhere)."""
+    try:
+        return json.dumps(data, allow_nan=False, default=str, **options)
+    except ValueError:  # only a non-finite float reaches this: the rare case pays for the copy
+        return json.dumps(finite_value(data), allow_nan=False, default=str, **options)
+
+
 def write_json_atomic(path: str | Path, data: Any) -> None:
-    """Write JSON (indented, UTF-8) atomically."""
-    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Write JSON (indented, UTF-8) atomically; a non-finite number is written as null (``json_text``)."""
+    write_text_atomic(path, json_text(data, indent=2, ensure_ascii=False) + "\n")
 
 
 class JsonlSink:
@@ -184,13 +192,13 @@ class JsonlSink:
             self.dropped += 1
             return
         try:
-            line = json.dumps(record, ensure_ascii=False, default=str)
+            line = json_text(record, ensure_ascii=False)
         except (TypeError, ValueError, RecursionError) as exc:
             line = json.dumps({"type": str(record.get("type", "?")), "unserialisable": f"{type(exc).__name__}: {exc}"[:300]})
         try:
             data = (line + "\n").encode("utf-8")
         except UnicodeEncodeError:  # a lone surrogate: escaped, so the line stays valid UTF-8 JSON
-            data = (json.dumps(record, ensure_ascii=True, default=str) + "\n").encode("ascii")
+            data = (json_text(record, ensure_ascii=True) + "\n").encode("ascii")
         try:
             _write_all(self._fd, data)
         except OSError as exc:
@@ -301,6 +309,83 @@ def claim_new_dir(path: str | Path, flag: str) -> Path:
     raise OutputError(f"{flag} {p.parent} already holds 999 runs named {p.name}; pass another directory with {flag}")
 
 
+MAX_INPUT_ENTRIES = 200_000
+"""Entries of input folders compared with an output file by identity before a command stops looking (and refuses)."""
+
+
+def _identities(given: Path, seen_dirs: set[tuple[int, int]], budget: list[int]) -> Iterator[tuple[tuple[int, int], Path]]:
+    """(device, inode) of ``given`` and, for a folder, of every file below it, links followed (each folder once)."""
+    try:
+        info = os.stat(given)
+    except OSError:
+        return
+    yield (info.st_dev, info.st_ino), given
+    if not stat.S_ISDIR(info.st_mode) or (info.st_dev, info.st_ino) in seen_dirs:
+        return
+    seen_dirs.add((info.st_dev, info.st_ino))
+    try:
+        entries = list(os.scandir(given))
+    except OSError:
+        return
+    for entry in entries:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise RecursionError("too many entries")  # as too deep: no answer within bounds
+        yield from _identities(Path(entry.path), seen_dirs, budget)
+
+
+def check_not_an_input(output: str | Path, inputs: Iterable[str | Path | None], flag: str) -> None:
+    """Refuse an output file that is an input file or a file of an input folder by identity (device and inode), whatever
+    path reaches it: a hard link to the events file, a link inside the blueprints folder. Appending to it would change
+    what is read. (``check_apart`` compares paths; this compares files.)
+
+    Raises:
+        OutputError: One sentence naming the output, the input it is, and the fix.
+    """
+    try:
+        info = os.stat(output)
+    except OSError:
+        return  # not there yet: a new file is no input
+    wanted = (info.st_dev, info.st_ino)
+    seen: set[tuple[int, int]] = set()
+    budget = [MAX_INPUT_ENTRIES]
+    try:
+        for given in inputs:
+            if given is None:
+                continue
+            for ident, path in _identities(Path(given), seen, budget):
+                if ident == wanted:
+                    raise OutputError(f"{flag} {output} is the input file {path} under another name (a link to it); writing to it would "
+                                      f"change what is read, so pass a file that is no input with {flag}")
+    except RecursionError:
+        raise OutputError(f"{flag} {output} cannot be checked against the inputs (their folders nest too deeply or hold more than "
+                          f"{MAX_INPUT_ENTRIES:,} entries); pass a new file outside them with {flag}") from None
+
+
+def check_below(root: Path, folder: Path, flag: str, files: Iterable[str] = ()) -> None:
+    """Refuse a folder a command will write in below its output folder ``root`` when it is, or passes through, a link or
+    something other than a folder, or when one of the ``files`` to be appended to in it (logs: the others are renamed in,
+    which replaces a link) is a link: a link planted there (to the recording being read, say) would take the writes
+    elsewhere. Nothing is made.
+
+    Raises:
+        OutputError: One sentence naming the entry and the fix.
+    """
+    here = Path(root)
+    for part in Path(folder).relative_to(root).parts:
+        here = here / part
+        if here.is_symlink():
+            raise OutputError(f"{flag} {root}: {here} is a symbolic link (to {os.readlink(here)}), where a folder of the output "
+                              f"will be written; writing through it would write outside {root}, so remove it or pass another {flag}")
+        if os.path.lexists(here) and not here.is_dir():
+            raise OutputError(f"{flag} {root}: {here} is {_kind(here)}, where a folder of the output will be written; remove it or "
+                              f"pass another {flag}")
+    for name in files:
+        if (here / name).is_symlink():
+            raise OutputError(f"{flag} {root}: {here / name} is a symbolic link (to {os.readlink(here / name)}), where a log of the "
+                              f"output will be written; writing through it would write outside {root}, so remove it or pass another {flag}")
+
+
 def _resolved(path: Path) -> Path:
     try:
         return path.resolve()
@@ -328,23 +413,3 @@ def check_apart(output: str | Path, inputs: Iterable[str | Path], flag: str, *, 
             continue
         raise OutputError(f"{flag} {output} {how} the input {given}; writing there would overwrite or mix with what is "
                           f"read, so pass a {kind} outside every input with {flag}")
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9._-]{0,199}")
-
-
-def is_safe_name(name: str) -> bool:
-    """Whether a name can be a file or folder name as it is (what ``slug`` leaves unchanged)."""
-    return _SAFE_NAME.fullmatch(name) is not None
-
-
-def slug(name: str, limit: int = 200) -> str:
-    """A file or folder name made from any text: ASCII letters, digits, ``.``, ``_`` and ``-`` only, never starting
-    with a dot (so never ``..``), at most ``limit`` characters; a name that had to change gets a short hash of
-    the original, so that two names never share a slug. The original belongs in the files' contents."""
-    if is_safe_name(name) and len(name) <= limit:
-        return name
-    safe = _UNSAFE.sub("_", name).lstrip(".")[:limit] or "_"
-    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
-    return f"{safe[: limit - 9]}-{digest}"

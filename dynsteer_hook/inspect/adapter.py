@@ -37,6 +37,7 @@ from inspect_ai.tool import ToolCall, ToolCallView, ToolResult
 from inspect_ai.util import store
 
 from dynsteer_hook.compile.compiler import DEFAULT_CANDIDATES, CandidateSource
+from dynsteer_hook.files.names import NameBook, is_entry_name
 from dynsteer_hook.inspect.monitor import SampleMonitor
 from dynsteer_hook.inspect.views import compile_view, sample_view
 from dynsteer_hook.judges.base import Judge
@@ -80,7 +81,8 @@ class DynSteer:
         config: Thresholds and rates.
         judges: Judges per tier (Tier 1 rules without them); with LLM judges the evaluator runs in a
             worker thread, off Inspect's event loop.
-        report_dir: When set, each sample's report files go to ``<report_dir>/<sample id>_<epoch>/``.
+        report_dir: When set, each sample's report files go to ``<report_dir>/<sample id>_<epoch>/`` (the safe form of
+            that name, ``files.names``: an id such as ``../../x`` or ``/etc`` is a name, never a path).
     """
 
     def __init__(self, blueprints: BlueprintSource = None, *, compile_sources: Sequence[CandidateSource] = (),
@@ -92,6 +94,7 @@ class DynSteer:
         self.config = config or EvaluatorConfig()
         self._judges = dict(judges or {})
         self._report_dir = Path(report_dir) if report_dir is not None else None
+        self._report_names = NameBook()
         self._monitors: dict[str, SampleMonitor] = {}
         self._compiled: dict[str, Blueprint] = {}
         self._locks: dict[str, anyio.Lock] = {}
@@ -147,6 +150,8 @@ class DynSteer:
         if isinstance(src, (str, Path)):
             from dynsteer_hook.files.blueprints import load_blueprint
 
+            if not is_entry_name(f"{sample}.json"):  # an id such as ../x names no file of the folder
+                return None
             path = Path(src) / f"{sample}.json"
             return load_blueprint(path) if path.is_file() else None
         return src(state)
@@ -189,7 +194,8 @@ class DynSteer:
         if self._report_dir is not None:
             from dynsteer_hook.report.writer import write_run_report
 
-            await anyio.to_thread.run_sync(write_run_report, report, self._report_dir / f"{state.sample_id}_{state.epoch}", monitor.blueprint)
+            folder = self._report_dir / self._report_names.claim(f"{state.sample_id}_{state.epoch}")
+            await anyio.to_thread.run_sync(write_run_report, report, folder, monitor.blueprint)
         return report
 
 

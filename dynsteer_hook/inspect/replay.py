@@ -7,7 +7,9 @@ conversation, as when a reviewer ended the sample). The blueprint is the file
 ``<blueprints>/<task>/<sample id>.json`` or ``<blueprints>/<sample id>.json`` when there is one,
 else the blueprint the live run recorded beside the sample's DynSTEER score. A halt is a virtual stop on
 the sample's agent turns (assistant messages): p = b_stop / b_full, q = 1 - p. Samples and logs
-that cannot be replayed are skipped with their reason; the rest go on.
+that cannot be replayed are skipped with their reason; the rest go on. Each sample is read on its
+own, and only once ``archive.check_archive`` has found its member whole and of bounded size, so a
+truncated or inflating sample is that sample's skip, never the log's.
 """
 
 from __future__ import annotations
@@ -20,21 +22,26 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai.event import ModelEvent, ToolEvent
-from inspect_ai.log import EvalSample, read_eval_log, read_eval_log_samples
+from inspect_ai.log import EvalSample, read_eval_log, read_eval_log_sample
 from inspect_ai.model import ChatMessageAssistant
 
 from dynsteer_hook.files.blueprints import load_blueprint
-from dynsteer_hook.files.outputs import JsonlSink
+from dynsteer_hook.files.names import NameBook, is_entry_name
+from dynsteer_hook.files.outputs import JsonlSink, check_below
 from dynsteer_hook.inspect.adapter import BLUEPRINT_KEY, STOP_KEY
+from dynsteer_hook.inspect.archive import ArchiveError, check_archive
 from dynsteer_hook.inspect.convert import SampleFeed, tool_event_results
 from dynsteer_hook.judges.base import Judge
 from dynsteer_hook.model.blueprint import Blueprint, parse_blueprint
 from dynsteer_hook.model.config import EvaluatorConfig
-from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt
+from dynsteer_hook.model.errors import BlueprintError, DynsteerError, Halt, OutputError
+from dynsteer_hook.model.json_text import finite_number
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.evaluator import Evaluator
 
 EVAL_SUFFIX = ".eval"
+SAMPLES_DIR = "samples"
+"""The folder of an ``.eval`` archive holding one member per sample and epoch: ``<id>_epoch_<epoch>.json`` (Inspect's layout)."""
 
 
 def is_eval_path(path: Path) -> bool:
@@ -106,13 +113,22 @@ def virtual_stop(batch: int, batches: int, costs: list[tuple[float | None, int |
 
 
 def sample_name(sample: EvalSample) -> str:
-    """The folder name of a sample's reports: ``<id>_<epoch>``."""
+    """The name of a sample in the summaries, ``<id>_<epoch>`` (its reports' folder is the safe form, ``files.names``)."""
     return f"{sample.id}_{sample.epoch}"
+
+
+def blueprint_files(blueprint_dir: Path, task: str, sample_id: object) -> list[Path]:
+    """Where a sample's blueprint is looked for: ``<task>/<sample id>.json``, then ``<sample id>.json``; a task or id that
+    is no plain entry name (``../x``, an absolute path) is never joined to the folder."""
+    file = f"{sample_id}.json"
+    if not is_entry_name(file):
+        return []
+    return ([blueprint_dir / task / file] if is_entry_name(task) else []) + [blueprint_dir / file]
 
 
 def _blueprint(sample: EvalSample, task: str, blueprint_dir: Path | None) -> Blueprint:
     if blueprint_dir is not None:
-        for path in (blueprint_dir / task / f"{sample.id}.json", blueprint_dir / f"{sample.id}.json"):
+        for path in blueprint_files(blueprint_dir, task, sample.id):
             if path.is_file():
                 return load_blueprint(path)
     score = (sample.scores or {}).get("dynsteer")
@@ -125,22 +141,28 @@ def _blueprint(sample: EvalSample, task: str, blueprint_dir: Path | None) -> Blu
 
 def _native(sample: EvalSample) -> float | None:
     for name, score in (sample.scores or {}).items():
-        if name != "dynsteer" and isinstance(score.value, (int, float)) and not isinstance(score.value, bool):
-            return float(score.value)
+        number = finite_number(score.value)  # a log's NaN or infinity is no score: unknown
+        if name != "dynsteer" and number is not None:
+            return number
     return None
 
 
 def replay_sample(sample: EvalSample, *, log: Path, task: str, out: Path, blueprint_dir: Path | None,
-                  config: EvaluatorConfig, judges: Mapping[int, Judge]) -> dict[str, Any]:
-    """Replay one sample and write its reports; a sample that cannot be replayed is returned as skipped."""
+                  config: EvaluatorConfig, judges: Mapping[int, Judge], names: NameBook | None = None) -> dict[str, Any]:
+    """Replay one sample and write its reports under ``out/trajectories`` (in the folder ``names`` gives its name); a sample
+    that cannot be replayed is returned as skipped."""
     start = time.perf_counter()
     name = sample_name(sample)
     try:
         bp = _blueprint(sample, task, blueprint_dir)
     except BlueprintError as exc:
         return {"run": str(log), "scenario": name, "skipped": str(exc)}
-    folder = out / "trajectories" / name
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = out / "trajectories" / (names or NameBook()).claim(name)
+    try:
+        check_below(out, folder, "-o/--out", (AUDIT_LOG,))  # a link planted there would take the sample's reports elsewhere
+        folder.mkdir(parents=True, exist_ok=True)
+    except (OutputError, OSError) as exc:
+        return {"run": str(log), "scenario": name, "skipped": f"its report folder cannot be written: {exc}"}
     feed = SampleFeed({t.name for t in bp.catalog} or None, tool_event_results(sample.events))
     stop_batch: int | None = None
     with JsonlSink(folder / AUDIT_LOG) as sink:
@@ -157,7 +179,8 @@ def replay_sample(sample: EvalSample, *, log: Path, task: str, out: Path, bluepr
     stop = report.stop
     live = (sample.store or {}).get(STOP_KEY)
     return {
-        "run": str(log), "scenario": name, "source": "inspect", "categories": [], "outcome": report.outcome, "score": report.score,
+        "run": str(log), "scenario": name, "folder": f"{out.name}/trajectories/{folder.name}", "source": "inspect", "categories": [],
+        "outcome": report.outcome, "score": report.score,
         "native_similarity": _native(sample), "halted": report.halted,
         "stop": None if stop is None else {"reason": stop.reason, "k": stop.k, "t": stop.t, "anchor": stop.anchor, "dimension": stop.dimension},
         "virtual_stop": None if stop_batch is None else virtual_stop(stop_batch, batches, turn_costs(sample)),
@@ -169,15 +192,60 @@ def replay_sample(sample: EvalSample, *, log: Path, task: str, out: Path, bluepr
     }
 
 
+def _skip(log: Path, scenario: str | None, reason: str) -> dict[str, Any]:
+    return {"run": str(log), "scenario": scenario, "reason": reason}
+
+
+def _read_sample(log: Path, sample_id: str | int, epoch: int) -> EvalSample | None:
+    """One sample of the log (None when the log holds none of that id and epoch: the run ended before it).
+
+    Raises:
+        Exception: What Inspect raises for a sample it cannot read (a damaged member, JSON that is no sample).
+    """
+    try:
+        return read_eval_log_sample(str(log), id=sample_id, epoch=epoch, resolve_attachments=True)
+    except IndexError:
+        return None
+
+
 def replay_log(log: Path, out: Path, *, blueprint_dir: Path | None, config: EvaluatorConfig,
                judges: Mapping[int, Judge]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Replay every sample of one ``.eval`` log into ``out``: the results, and the log itself as skipped when it cannot be read."""
+    """Replay every sample of one ``.eval`` log into ``out``: the results, and what was skipped with its reason (the log
+    itself when it cannot be read at all; a sample whose member is damaged or too large, the other samples going on)."""
     try:
-        task = read_eval_log(str(log), header_only=True).eval.task
-        samples = read_eval_log_samples(str(log), all_samples_required=False, resolve_attachments=True)
-        results = [replay_sample(s, log=log, task=task, out=out, blueprint_dir=blueprint_dir, config=config, judges=judges)
-                   for s in samples]
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:  # not a log, a truncated zip, a format of another version
+        problems = check_archive(log)
+    except ArchiveError as exc:
+        return [], [_skip(log, None, f"{log} could not be read as an Inspect log: it {exc}")]
+    whole_log = [(m, why) for m, why in problems.items() if not m.startswith(f"{SAMPLES_DIR}/")]
+    if whole_log:
+        member, why = whole_log[0]
+        return [], [_skip(log, None, f"{log} could not be read as an Inspect log: its member {member} {why}")]
+    try:
+        header = read_eval_log(str(log), header_only=True)
+        ids = header.eval.dataset.sample_ids
+        if ids is None:
+            raise ValueError("the log lists no sample ids (Inspect rewrites a log with them when it reads it whole)")
+        task, epochs = header.eval.task, header.eval.config.epochs or 1
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:  # not a log, a format of another version
         reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
-        return [], [{"run": str(log), "scenario": None, "reason": f"{log} could not be read as an Inspect log ({reason})"}]
-    return results, []
+        return [], [_skip(log, None, f"{log} could not be read as an Inspect log ({reason})")]
+    names = NameBook()
+    results: list[dict[str, Any]] = []
+    skipped: list[dict[str, Any]] = []
+    for sample_id in ids:
+        for epoch in range(1, epochs + 1):
+            name = f"{sample_id}_{epoch}"
+            member = f"{SAMPLES_DIR}/{sample_id}_epoch_{epoch}.json"
+            if member in problems:
+                skipped.append(_skip(log, name, f"sample {name} of {log} cannot be read: its member {member} {problems[member]}"))
+                continue
+            try:
+                sample = _read_sample(log, sample_id, epoch)
+            except Exception as exc:  # whatever Inspect raises for one damaged sample is that sample's skip
+                reason = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+                skipped.append(_skip(log, name, f"sample {name} of {log} cannot be read ({reason})"))
+                continue
+            if sample is not None:
+                results.append(replay_sample(sample, log=log, task=task, out=out, blueprint_dir=blueprint_dir, config=config,
+                                             judges=judges, names=names))
+    return results, skipped

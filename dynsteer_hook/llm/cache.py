@@ -24,6 +24,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -34,6 +35,7 @@ from typing import Any, TypeVar
 import structlog
 from pydantic import BaseModel
 
+from dynsteer_hook.files.cache import read_entry
 from dynsteer_hook.files.outputs import reason, temp_sibling
 from dynsteer_hook.llm.client import LLMClient
 from dynsteer_hook.llm.completion import Completion, JsonCompletion, Message, Usage
@@ -44,6 +46,8 @@ T = TypeVar("T", bound=BaseModel)
 
 CACHE_VERSION = 1
 """Bumped when the key or the file layout changes: older files then simply miss."""
+MAX_ENTRY_BYTES = 16 * 2**20
+"""Largest entry read (an answer is some kilobytes): a larger file is no answer this cache wrote."""
 
 # Through the standard library's logging: a program embedding the package sees its warnings only, unless it
 # configures logging (the command line does, in logs.py).
@@ -143,7 +147,7 @@ class CachedJudgeClient:
 
     def _read(self, path: Path, key: str) -> dict[str, Any] | None:
         try:
-            raw = path.read_bytes()
+            raw, _ = read_entry(path, MAX_ENTRY_BYTES)  # never a link, a pipe or /dev/zero: those would hang or never end
         except FileNotFoundError:
             return None
         except OSError as exc:
@@ -153,10 +157,10 @@ class CachedJudgeClient:
             data = loads(raw)
             usage = data["usage"]
             ok = (data.get("key") == key and isinstance(data.get("text"), str)
-                  and (data.get("finish_reason") is None or isinstance(data.get("finish_reason"), str))
+                  and "finish_reason" in data and (data["finish_reason"] is None or isinstance(data["finish_reason"], str))
                   and isinstance(usage, dict) and set(usage) == {"prompt_tokens", "completion_tokens", "cost_usd", "cost_known"}
                   and all(isinstance(usage[k], int) and not isinstance(usage[k], bool) and usage[k] >= 0 for k in ("prompt_tokens", "completion_tokens"))
-                  and isinstance(usage["cost_usd"], int | float) and not isinstance(usage["cost_usd"], bool)
+                  and isinstance(usage["cost_usd"], int | float) and not isinstance(usage["cost_usd"], bool) and math.isfinite(usage["cost_usd"])
                   and isinstance(usage["cost_known"], bool))
         except (JsonTextError, KeyError, TypeError):
             ok = False

@@ -39,7 +39,7 @@ from pydantic import BaseModel
 from tenacity import RetryCallState, Retrying, retry_if_exception, stop_after_attempt
 
 from dynsteer_hook.llm._litellm import litellm, llm_errors
-from dynsteer_hook.llm.completion import Completion, JsonCompletion, JsonMode, Message, ModelToolCall, Usage
+from dynsteer_hook.llm.completion import MAX_SECONDS, Completion, JsonCompletion, JsonMode, Message, ModelToolCall, Usage
 from dynsteer_hook.llm.endpoint import LOCAL_PLACEHOLDER_KEY, endpoint_without_secrets
 from dynsteer_hook.llm.output import parse_output
 from dynsteer_hook.llm.transport import Backoff, classify, rejected_key, run_with_deadline, short_error, warm_up
@@ -101,10 +101,10 @@ class LLMClient:
             raise LLMUsageError("the model string is empty; pass a litellm model such as openai/gpt-4o-mini")
         if self.max_retries < 0:
             raise LLMUsageError(f"max_retries {self.max_retries} must be 0 or more")
-        if self.timeout <= 0:
-            raise LLMUsageError(f"timeout {self.timeout} must be a positive number of seconds")
-        if self.backoff_base < 0 or self.backoff_max < 0:
-            raise LLMUsageError("backoff_base and backoff_max must be 0 or more seconds")
+        if not 0 < self.timeout <= MAX_SECONDS:  # NaN fails too; a longer wait would overflow the attempt's timer
+            raise LLMUsageError(f"timeout {self.timeout} must be a positive number of seconds, at most {MAX_SECONDS:g}")
+        if not (0 <= self.backoff_base <= MAX_SECONDS and 0 <= self.backoff_max <= MAX_SECONDS):
+            raise LLMUsageError(f"backoff_base and backoff_max must be between 0 and {MAX_SECONDS:g} seconds")
 
     def flag(self, name: str) -> str:
         """The command-line flag that sets ``name`` (``api_base`` -> ``--agent-api-base`` for an agent's model)."""

@@ -11,6 +11,11 @@ from pydantic import BaseModel
 
 from dynsteer_hook.model.errors import LLMOutputError
 
+MAX_SECONDS = 86_400.0
+"""Longest timeout or backoff a call accepts: a day (a thread's wait overflows long before 1e308 s)."""
+MAX_RETRIES = 100
+"""Most retries a call's settings accept: with backoff, more would hold a run for hours against a dead server."""
+
 T = TypeVar("T", bound=BaseModel)
 
 Message = Mapping[str, Any]

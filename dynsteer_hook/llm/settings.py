@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
 
+from dynsteer_hook.llm.completion import MAX_RETRIES, MAX_SECONDS
 from dynsteer_hook.model.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -93,11 +94,12 @@ class ModelSettings:
         Args:
             origins: Field -> the flag or environment variable that gave it (default: the flag).
         """
+        # NaN passes every comparison, and a wait of 1e308 s overflows the thread's timer: both are refused here.
         problems = [
-            (self.timeout <= 0, "timeout", "must be positive (seconds)"),
-            (self.max_retries < 0, "max_retries", "must be 0 or more"),
+            (not 0 < self.timeout <= MAX_SECONDS, "timeout", f"must be positive and at most {MAX_SECONDS:g} (seconds)"),
+            (not 0 <= self.max_retries <= MAX_RETRIES, "max_retries", f"must be between 0 and {MAX_RETRIES}"),
             (self.max_tokens is not None and self.max_tokens < 1, "max_tokens", "must be at least 1"),
-            (self.backoff < 0, "backoff", "must be 0 or more (seconds)"),
+            (not 0 <= self.backoff <= MAX_SECONDS, "backoff", f"must be between 0 and {MAX_SECONDS:g} (seconds)"),
             (not 0 <= self.temperature <= 2, "temperature", "must be between 0 and 2"),
             (self.json_mode not in JSON_MODES, "json_mode", f"must be one of {', '.join(JSON_MODES)}"),
             (self.tool_choice not in TOOL_CHOICES, "tool_choice", f"must be one of {', '.join(TOOL_CHOICES)}"),

@@ -4,7 +4,8 @@ Symbols follow the paper (Section 3.4): ``theta_*`` are thresholds on scores in 
 ``u`` is a judge's uncertainty in [0, 1], ``alpha``/``beta`` scale the weight update (eq. 7).
 Values come from users (flags, ``--set``, Python), so the object validates itself with
 pydantic's field constraints, strictly (a flag's ``true`` is not a number), and any problem
-is one ``ConfigError`` sentence naming the field. Each field's description is its help text
+is one ``ConfigError`` sentence naming the field. Every number is finite and bounded so that
+the weight update of eq. 7 stays finite: ``exp(alpha + beta)`` at the bounds is about 1e87. Each field's description is its help text
 on the command line.
 """
 
@@ -22,12 +23,16 @@ DIMENSIONS: tuple[str, ...] = get_args(Dimension)
 """The four orthogonal stage dimensions of eq. 6, in report order."""
 Unit = Annotated[float, Field(ge=0.0, le=1.0)]
 Patience = Annotated[int, Field(ge=1)]
+MAX_RATE = 100.0
+"""Largest alpha and beta: exp(alpha (1 - s) + beta u) must stay a float (exp overflows past 709)."""
+MAX_INITIAL_WEIGHT = 1e6
+"""Largest starting weight: the weights' sum must stay a float, so that normalising it gives no NaN."""
 
 
 class EvaluatorConfig(BaseModel):
     """Thresholds, rates and patience counters of the evaluator (each field's description says its role)."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
     theta_pass: Unit = Field(0.7, description="a stage with composite S_t >= theta_pass + delta_margin (low uncertainty, "
                              "no fatal proximity) relaxes the next stage to Tier 1 (eq. 8)")
@@ -37,9 +42,9 @@ class EvaluatorConfig(BaseModel):
     theta_warn: Unit = Field(0.6, description="a dimension scoring below this escalates one tier (eq. 9)")
     theta_fail: Unit = Field(0.3, description="a dimension below this jumps to Tier 3 (eq. 9); a stage whose composite is "
                              "below it counts towards the low-score stop")
-    alpha: float = Field(1.0, ge=0.0, description="sensitivity of the weight update to quality deficits 1 - s_d (eq. 7)")
-    beta: float = Field(0.5, ge=0.0, description="sensitivity of the weight update to uncertainty u_d (eq. 7)")
-    initial_weights: dict[Dimension, Annotated[float, Field(gt=0.0)]] = Field(
+    alpha: float = Field(1.0, ge=0.0, le=MAX_RATE, description="sensitivity of the weight update to quality deficits 1 - s_d (eq. 7)")
+    beta: float = Field(0.5, ge=0.0, le=MAX_RATE, description="sensitivity of the weight update to uncertainty u_d (eq. 7)")
+    initial_weights: dict[Dimension, Annotated[float, Field(gt=0.0, le=MAX_INITIAL_WEIGHT)]] = Field(
         default_factory=lambda: cast("dict[Dimension, float]", dict.fromkeys(DIMENSIONS, 1.0)),
         description="starting weight per dimension (unlisted ones get 1); normalised to sum to one",
     )

@@ -3,13 +3,16 @@ encoder would refuse it becomes one ``JsonTextError`` whose message completes a 
 
 ``json.loads`` raises ``JSONDecodeError`` for broken text, but a plain ``ValueError`` for an
 integer of more than 4,300 digits and ``RecursionError`` for deep nesting, and it accepts a lone
-UTF-16 surrogate (``"\\ud800"``) that no UTF-8 encoder will write back. ``loads`` turns all of
-them into one error; ``lone_surrogate`` and ``repair_text`` serve text that arrives some other way.
+UTF-16 surrogate (``"\\ud800"``) that no UTF-8 encoder will write back, and a number such as
+``1e400`` that no float holds (Python reads it as infinity, which no JSON writer may write back).
+``loads`` turns all of them into one error; ``lone_surrogate`` and ``repair_text`` serve text that
+arrives some other way.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -18,6 +21,8 @@ MAX_JSON_DEPTH = 100
 
 REPLACEMENT = "\ufffd"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+_HUGE = re.compile(r"[eE]\+?\d{3}|\d{309}")
+"""What a number beyond a float's range must hold: an exponent of three digits or 309 digits in a row (cheap to look for)."""
 
 
 class JsonTextError(ValueError):
@@ -99,17 +104,64 @@ def _reject_constant(name: str) -> Any:
     raise JsonTextError(f"holds {name}, which is no JSON number")
 
 
-def loads(text: str | bytes, *, surrogates: bool = False, limit: int = MAX_JSON_DEPTH) -> Any:
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise JsonTextError(f"holds the number {text[:40]}, which is beyond the range of a float")
+    return value
+
+
+def finite_number(value: Any) -> float | None:
+    """A JSON number as a finite float; None for anything else: text, a bool, NaN, infinity, an integer beyond a float."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        number = float(value)
+    except OverflowError:
+        return None
+    return number if math.isfinite(number) else None
+
+
+def has_nonfinite(value: Any) -> bool:
+    """Whether a JSON-shaped value holds a float that is no finite number anywhere (in a list or under any key)."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, float):
+            if not math.isfinite(v):
+                return True
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return False
+
+
+def finite_value(value: Any) -> Any:
+    """A JSON-shaped value with every float that is no finite number (NaN, infinity) replaced by None: what a writer
+    keeps of a value that was never refused on the way in (shown as unknown, never written as invalid JSON)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: finite_value(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite_value(v) for v in value]
+    return value
+
+
+def loads(text: str | bytes, *, surrogates: bool = False, limit: int = MAX_JSON_DEPTH, finite: bool = True) -> Any:
     """Parse JSON text, refusing what Python's parser or a UTF-8 encoder would choke on later.
 
     Args:
         text: The JSON text (bytes are decoded as UTF-8).
         surrogates: Accept lone surrogates in strings (the caller repairs them); refused by default.
         limit: Deepest nesting accepted.
+        finite: Refuse a number beyond a float's range (``1e400``); without it such a number is read as infinity, for a
+            caller that checks each record of a file and refuses only the record that holds one.
 
     Raises:
-        JsonTextError: One sentence tail: not UTF-8, not valid JSON, NaN or Infinity, an integer
-            Python will not parse, nesting deeper than ``limit``, or a lone surrogate.
+        JsonTextError: One sentence tail: not UTF-8, not valid JSON, NaN or Infinity, a number beyond
+            a float's range, an integer Python will not parse, nesting deeper than ``limit``, or a lone surrogate.
     """
     if isinstance(text, bytes):
         try:
@@ -119,7 +171,8 @@ def loads(text: str | bytes, *, surrogates: bool = False, limit: int = MAX_JSON_
     if json_too_deep(text, limit):
         raise JsonTextError(f"nests arrays and objects deeper than {limit} levels")
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        huge = finite and _HUGE.search(text) is not None  # the common case keeps the C parser's own float reading
+        value = json.loads(text, parse_constant=_reject_constant, parse_float=_finite_float if huge else None)
     except json.JSONDecodeError as exc:
         raise JsonTextError(f"is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except JsonTextError:

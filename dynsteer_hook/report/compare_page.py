@@ -17,7 +17,6 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import quote
 
-from dynsteer_hook.files.outputs import slug
 from dynsteer_hook.report.html import REPORT_HTML
 
 _MD_SPECIAL = re.compile(r"([\\|*\[\]`~])")
@@ -36,16 +35,16 @@ def md_row(cells: Iterable[Any]) -> str:
     return "| " + " | ".join(md_cell(c) for c in cells) + " |"
 
 
-def replay_href(agent: str, repeat: int, run: str, scenario: str) -> str:
-    """The replayed report of one trajectory, relative to the comparison's folder (every part percent-encoded; the agent's
-    folder is the slug of its name, as compare writes it)."""
-    parts = ("replays", slug(agent), f"repeat_{repeat}", PurePosixPath(run).name or run, "trajectories", scenario, REPORT_HTML)
+def replay_href(agent_folder: str, repeat: int, folder: str) -> str:
+    """The replayed report of one trajectory, relative to the comparison's folder: the agent's folder (the safe form of its
+    name, as compare writes it), the repeat, and the report folder the replay recorded (every part percent-encoded)."""
+    parts = ("replays", agent_folder, f"repeat_{repeat}", *PurePosixPath(folder).parts, REPORT_HTML)
     return "/".join(quote(p, safe="") for p in parts)
 
 
-def replay_index_href(agent: str, repeat: int) -> str:
+def replay_index_href(agent_folder: str, repeat: int) -> str:
     """The run page of one agent's replayed repeat, relative to the comparison's folder."""
-    return "/".join(quote(p, safe="") for p in ("replays", slug(agent), f"repeat_{repeat}")) + "/index.html"
+    return "/".join(quote(p, safe="") for p in ("replays", agent_folder, f"repeat_{repeat}")) + "/index.html"
 
 
 def _mean(values: Sequence[float]) -> float | None:

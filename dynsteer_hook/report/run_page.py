@@ -22,11 +22,12 @@ import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote
 
 from dynsteer_hook.files.outputs import write_text_atomic
+from dynsteer_hook.model.json_text import finite_number
 from dynsteer_hook.report.html import REPORT_HTML
 from dynsteer_hook.report.templating import environment
 
@@ -54,7 +55,8 @@ def error_words(fe: Mapping[str, Any] | None) -> str:
 
 
 def _num(value: Any) -> float | None:
-    return None if value is None else round(float(value), 6)
+    number = finite_number(value)  # what no number is (text, NaN, 1e400 read as infinity) shows as an empty cell
+    return None if number is None else round(number, 6)
 
 
 def _stop_fields(stop: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -114,22 +116,34 @@ def _crash(r: Mapping[str, Any]) -> str | None:
 
 
 def run_folder(run: Path) -> str:
-    """The folder a replay writes one recorded run into: the run folder's name, or an Inspect log's name without ``.eval``."""
+    """The name of the folder a replay writes one recorded run into: the run folder's name, or an Inspect log's name without
+    ``.eval`` (the folder is its safe form, ``files.names``)."""
     return run.stem if run.suffix == ".eval" else run.name
+
+
+def report_href(folder: str, base: str = "") -> str | None:
+    """The relative URL of the scenario page in ``folder`` (its report folder below the replay's, as ``replay_summary.json``
+    records it), seen from ``base`` (a folder below the replay's, '' for the replay's own); None when it is not below it."""
+    parts = PurePosixPath(folder).parts
+    above = PurePosixPath(base).parts if base else ()
+    if parts[: len(above)] != above:
+        return None
+    return "/".join(quote(p, safe="") for p in parts[len(above):]) + "/" + REPORT_HTML
 
 
 def replay_rows(per_scenario: Iterable[Mapping[str, Any]], base: Path, out: Path) -> list[dict[str, Any]]:
     """One row per replayed scenario (``replay_summary.json``'s ``per_scenario``); ``out`` is the replay's folder and
-    ``base`` the folder the page is written in (``out`` or one run's folder below it)."""
+    ``base`` the folder the page is written in (``out`` or one run's folder below it). A row links to the report folder
+    its record names (``folder``: the safe names the replay wrote, not the recorded names)."""
     rows: list[dict[str, Any]] = []
+    below = "" if base == out else base.relative_to(out).as_posix()
     for r in per_scenario:
-        run_dir = out / run_folder(Path(str(r["run"])))
-        prefix = "" if run_dir == base else run_dir.relative_to(base).as_posix() + "/"
+        folder = r.get("folder")
         usage = r.get("judge_usage") or {}
         vstop = r.get("virtual_stop")
         rows.append({
             "name": str(r["scenario"]),
-            "href": scenario_href(str(r["scenario"]), prefix),
+            "href": report_href(folder, below) if isinstance(folder, str) else None,
             "cats": [str(c) for c in r.get("categories") or []],
             "outcome": str(r["outcome"]),
             "score": _num(r["score"]),

@@ -12,14 +12,19 @@ from __future__ import annotations
 
 import contextlib
 import functools
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from dynsteer_hook.files.cache import CACHE_VARIABLE, private_folder
+from dynsteer_hook.files.cache import CACHE_VARIABLE, private_folder, read_entry
 
 if TYPE_CHECKING:
     import jinja2
 
 __all__ = ["CACHE_VARIABLE", "environment"]
+
+
+MAX_TEMPLATE_BYTES = 16 * 2**20
+"""Largest compiled template read back (the largest is some tens of kilobytes)."""
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
@@ -30,8 +35,10 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
 
         def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
             try:
-                super().load_bytecode(bucket)
-            except Exception:  # a broken entry is a miss: the template is compiled again
+                # Jinja2's own loader opens the entry as it finds it: a pipe put there would hold the page forever.
+                data, _ = read_entry(Path(self._get_cache_filename(bucket)), MAX_TEMPLATE_BYTES)
+                bucket.bytecode_from_string(data)
+            except Exception:  # a missing, refused or broken entry is a miss: the template is compiled again
                 bucket.reset()
 
         def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:

@@ -4,11 +4,17 @@ malformed calls in a row, and failures of one identical call.
 A message that asks the user for something it has not asked before is progress: the task may
 need what only the user knows. Settling a milestone resets the stagnation count and the
 failures of identical calls.
+
+The stop rules ask for the identical call that failed most often after every closed action, so
+that question is answered from a heap kept as the counts change (a lazy max: an entry whose count
+or start no longer matches its call is dropped when it reaches the top), not by a pass over every
+failing call: a run of ten thousand actions, each a different failing call, costs linear time.
 """
 
 from __future__ import annotations
 
 import hashlib
+import heapq
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -23,7 +29,7 @@ _GO_ON = re.compile(r"\b(?:keep (?:trying|going|at it)|try (?:again|it|once more
 class RunCounters:
     """Streaks and counts over the closed actions of one run."""
 
-    __slots__ = ("_asked", "_failing", "low_streak", "stagnation", "stagnation_since", "structural", "structural_detail", "structural_since")
+    __slots__ = ("_asked", "_failing", "_top", "low_streak", "stagnation", "stagnation_since", "structural", "structural_detail", "structural_since")
 
     def __init__(self) -> None:
         self.low_streak = 0
@@ -33,6 +39,7 @@ class RunCounters:
         self.structural_since: tuple[int, int] | None = None
         self.structural_detail = ""
         self._failing: dict[bytes, tuple[int, tuple[int, int], str]] = {}  # identical failing call -> (failures, first, detail)
+        self._top: list[tuple[int, int, bytes]] = []  # (-failures, first k, call) per count reached; stale entries stay
         self._asked: set[bytes] = set()
 
     def calls(self, facts: Sequence[CallFacts], t: int) -> None:
@@ -53,6 +60,7 @@ class RunCounters:
             return
         n, since, _ = self._failing.get(sig, (0, (k, t), ""))
         self._failing[sig] = (n + 1, since, detail)
+        heapq.heappush(self._top, (-(n + 1), since[0], sig))
 
     def stage(self, score: float, theta_fail: float) -> int:
         """Count a judged stage; the low-score streak after it."""
@@ -70,9 +78,11 @@ class RunCounters:
         if message is not None:
             self.structural, self.structural_since = 0, None
             self._failing.clear()
+            self._top.clear()
         if settled:
             self.stagnation, self.stagnation_since = 0, None
             self._failing.clear()
+            self._top.clear()
         elif message is not None and not calls and self._new_question(message):
             self.stagnation, self.stagnation_since = 0, None
         elif had_ready or (calls and idle):
@@ -103,7 +113,19 @@ class RunCounters:
             "stagnation": self.stagnation, "stagnation_since": self.stagnation_since, "structural_streak": self.structural,
             "structural_since": self.structural_since, "structural_detail": self.structural_detail,
         }
-        if self._failing:  # the identical call that failed most often (the earliest on ties)
-            n, since, detail = max(self._failing.values(), key=lambda v: (v[0], -v[1][0]))
+        worst = self._most_failed()
+        if worst is not None:
+            n, since, detail = worst
             fields |= {"repeated_failures": n, "repeated_failure_since": since, "repeated_failure_detail": detail}
         return fields
+
+    def _most_failed(self) -> tuple[int, tuple[int, int], str] | None:
+        """The identical call that failed most often (the earliest to start failing on ties), from the heap's top."""
+        top = self._top
+        while top:
+            minus_n, k, sig = top[0]
+            current = self._failing.get(sig)
+            if current is not None and current[0] == -minus_n and current[1][0] == k:
+                return current
+            heapq.heappop(top)  # a count since raised, or a call that since succeeded or started over
+        return None

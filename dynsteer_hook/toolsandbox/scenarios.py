@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from dynsteer_hook.files.cache import owned_privately, private_folder
+from dynsteer_hook.files.cache import owned_privately, private_folder, read_entry
 from dynsteer_hook.model.errors import ScenarioError
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 
@@ -45,6 +45,8 @@ TEST_SCENARIO_NAMES = [
 ]
 CACHE_NAME = "scenarios"
 FRESH_FOR = 15 * 60  # seconds an entry serves after it was written
+MAX_ENTRY_BYTES = 2**30
+"""Largest entry read back (every scenario pickled is about 40 MB): anything larger is no entry this code wrote."""
 BUILD_WAIT = 120.0  # seconds a process waits for another to build the scenarios before it builds them too
 
 MAGIC = b"dynsteer-scenarios-2\n"
@@ -118,11 +120,10 @@ def _read(entry: Path) -> Built | None:
     pickle, the random state) and the scenarios' pickles one after the other.
     """
     try:
-        with entry.open("rb") as handle:
-            info = os.fstat(handle.fileno())
-            if not owned_privately(info) or not 0 <= time.time() - info.st_mtime <= FRESH_FOR:
-                return None
-            data = memoryview(handle.read())
+        raw, info = read_entry(entry, MAX_ENTRY_BYTES)  # a pipe or a link in the entry's place is a miss, never a wait
+        if not owned_privately(info) or not 0 <= time.time() - info.st_mtime <= FRESH_FOR:
+            return None
+        data = memoryview(raw)
         start = len(MAGIC) + _LENGTH.size
         if bytes(data[:len(MAGIC)]) != MAGIC:
             return None

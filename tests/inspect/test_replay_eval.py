@@ -135,3 +135,144 @@ def test_the_stop_is_kept_in_the_sample_store(tmp_path: Path) -> None:
 
     log = read_eval_log(str(record(tmp_path, DynSteer(ex.blueprint()), ("loop",))))
     assert log.samples is not None and log.samples[0].store[STOP_KEY]["reason"] == "repeated_failure"
+
+
+# -- one damaged sample, one log -------------------------------------------------------------------------------------
+
+BOMB = 2**31 - 2**24  # what one member inflates to: about 2 GiB of zeros (the most a zip without Zip64 holds), 2 MB compressed
+
+
+def _rezip(log: Path, target: Path, member: str, how: str) -> None:
+    """A copy of ``log`` at ``target`` with one member changed: cut short (``truncated``), its compressed bytes flipped
+    (``flipped``; ``flipped-zstd`` in the member as Inspect compressed it), or replaced by about 2 GiB of zeros declaring that
+    size (``bomb``) or 100 bytes (``forged-bomb``)."""
+    import shutil
+
+    if how == "flipped-zstd":  # Inspect's own member, Zstandard-compressed as Inspect wrote it
+        shutil.copy(log, target)
+    else:
+        _copy_changed(log, target, member, how)
+    _patch(target, member, how)
+
+
+def _copy_changed(log: Path, target: Path, member: str, how: str) -> None:
+    import zipfile
+
+    with zipfile.ZipFile(log) as src, zipfile.ZipFile(target, "w", zipfile.ZIP_DEFLATED) as dst:
+        for info in src.infolist():
+            data = src.read(info)
+            if info.filename != member:
+                dst.writestr(info.filename, data)
+            elif how == "truncated":
+                dst.writestr(info.filename, data[: len(data) // 2])
+            elif how in ("bomb", "forged-bomb"):
+                with dst.open(info.filename, "w") as out:
+                    for _ in range(BOMB // 2**24):
+                        out.write(bytes(2**24))
+            else:
+                dst.writestr(info.filename, data)
+
+
+def _patch(target: Path, member: str, how: str) -> None:
+    import zipfile
+
+    if how in ("flipped", "flipped-zstd", "forged-bomb"):
+        raw = bytearray(target.read_bytes())
+        with zipfile.ZipFile(target) as z:
+            info = z.getinfo(member)
+        if how.startswith("flipped"):
+            at = info.header_offset
+            start = at + 30 + int.from_bytes(raw[at + 26: at + 28], "little") + int.from_bytes(raw[at + 28: at + 30], "little")
+            raw[start + info.compress_size // 2: start + info.compress_size // 2 + 8] = b"\xff" * 8
+        else:  # the central directory and the local header say 100 bytes
+            raw[info.header_offset + 22: info.header_offset + 26] = (100).to_bytes(4, "little")
+            central = raw.index(b"PK\x01\x02")
+            while raw[central + 46: central + 46 + len(info.filename)] != info.filename.encode():
+                central = raw.index(b"PK\x01\x02", central + 4)
+            raw[central + 24: central + 28] = (100).to_bytes(4, "little")
+        target.write_bytes(bytes(raw))
+
+
+def _sample_member(log: Path, sample: str) -> str:
+    import zipfile
+
+    with zipfile.ZipFile(log) as z:
+        return next(n for n in z.namelist() if n.startswith(f"samples/{sample}_epoch_"))
+
+
+def replay_apart(tmp_path: Path, *args: str | Path) -> tuple[int, str, int]:
+    """``dynsteer replay`` in a process of its own, within two minutes: its exit status, stderr and peak memory in kB."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("import resource, sys; from dynsteer_hook.cli import main; code = main(sys.argv[1:]); "
+            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); sys.exit(code)")
+    done = subprocess.run([sys.executable, "-c", code, "replay", *map(str, args), "--no-progress"], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "XDG_DATA_HOME": str(tmp_path / "xdg")})
+    err = done.stderr.strip().splitlines()
+    return done.returncode, done.stderr, int(err[-1]) if err and err[-1].isdigit() else -1
+
+
+@pytest.mark.parametrize("how", ["truncated", "flipped", "flipped-zstd", "bomb", "forged-bomb"])
+def test_one_damaged_sample_is_skipped_with_its_reason_and_the_others_replayed(tmp_path: Path, how: str) -> None:
+    """A sample cut short, with damaged compressed bytes, or inflating to 2 GiB (declared, or hidden behind a declared
+    100 bytes) is skipped with one sentence naming the log, the sample and what is wrong; the two other samples of the
+    log are replayed, and the replay stays under 1 GB of memory (it runs in a process of its own to measure it)."""
+    log = record(tmp_path, DynSteer(ex.blueprint()))
+    bad = tmp_path / "bad" / log.name
+    bad.parent.mkdir()
+    _rezip(log, bad, _sample_member(log, "loop"), how)
+    code, err, peak = replay_apart(tmp_path, bad, "-o", tmp_path / "out")
+    assert code == 0 and "Traceback" not in err, err[-2000:]
+    assert 0 < peak < 1_000_000  # kilobytes
+    summary = json.loads((tmp_path / "out" / "replay_summary.json").read_text())
+    assert sorted(r["scenario"] for r in summary["per_scenario"]) == ["clean_1", "fatal_1"]
+    [skip] = summary["skipped_scenarios"]
+    assert skip["scenario"] == "loop_1" and str(bad) in skip["reason"] and "\n" not in skip["reason"]
+    if how.endswith("bomb"):
+        assert "declares" in skip["reason"]
+
+
+def test_a_log_whose_header_inflates_to_gigabytes_is_skipped_in_one_sentence(tmp_path: Path) -> None:
+    """The log's own header is no sample: the whole log is skipped, saying which member and why; a good log beside it is replayed."""
+    good = record(tmp_path, DynSteer(ex.blueprint()), ("clean",))
+    bad = good.parent / "bomb.eval"
+    _rezip(good, bad, "header.json", "bomb")
+    got = replay(good.parent, out=tmp_path / "out")
+    assert got["_summary"]["replayed"] == 1
+    [skip] = got["_summary"]["skipped_scenarios"]
+    assert skip["scenario"] is None and "bomb.eval" in skip["reason"] and "header.json" in skip["reason"] and "declares" in skip["reason"]
+
+
+def test_a_pipe_named_like_a_log_is_skipped_without_waiting(tmp_path: Path) -> None:
+    """A FIFO named ``x.eval`` in a replayed folder is never opened for a blocking read: it is skipped in one sentence
+    and the log beside it replayed (before, the command waited forever for a writer)."""
+    import os
+
+    log = record(tmp_path, DynSteer(ex.blueprint()), ("clean",))
+    os.mkfifo(log.parent / "pipe.eval")
+    code, err, _ = replay_apart(tmp_path, log.parent, "-o", tmp_path / "out")
+    assert code == 0 and "Traceback" not in err, err[-2000:]
+    summary = json.loads((tmp_path / "out" / "replay_summary.json").read_text())
+    [skip] = summary["skipped_scenarios"]
+    assert summary["replayed"] == 1 and "pipe.eval could not be read as an Inspect log: it is a pipe" in skip["reason"]
+
+
+def test_a_link_planted_at_a_sample_folder_is_never_written_through(tmp_path: Path) -> None:
+    """``O/<log>/trajectories/<sample>`` linked to another folder: that sample is skipped saying so, the link's target gets
+    nothing, the other samples are replayed; a link at ``O/<log>`` itself stops the replay in one sentence before it writes."""
+    log = record(tmp_path, DynSteer(ex.blueprint()), ("clean", "loop"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    sample_dir = tmp_path / "out" / log.stem / "trajectories" / "loop_1"
+    sample_dir.parent.mkdir(parents=True)
+    sample_dir.symlink_to(elsewhere, target_is_directory=True)
+    got = replay(log, out=tmp_path / "out")
+    [skip] = got["_summary"]["skipped_scenarios"]
+    assert skip["scenario"] == "loop_1" and "symbolic link" in skip["reason"] and list(elsewhere.iterdir()) == []
+    assert got["clean_1"]["outcome"] == "completed"
+    (tmp_path / "out2").mkdir()
+    (tmp_path / "out2" / log.stem).symlink_to(elsewhere, target_is_directory=True)
+    assert main(["replay", str(log), "-o", str(tmp_path / "out2"), "--no-progress"]) == 2
+    assert list(elsewhere.iterdir()) == []

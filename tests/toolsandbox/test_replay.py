@@ -214,3 +214,101 @@ def test_a_ray_address_without_the_ray_engine_is_refused(tmp_path: Path, capsys:
     """--ray-address with the local engine is a mistake said in one sentence."""
     code = main(["replay", str(tmp_path), "-o", str(tmp_path / "out"), "--ray-address", "ray://x:1", "--no-progress"])
     assert code == 2 and "--engine ray" in capsys.readouterr().err
+
+
+def _strict_json(path: Path) -> Any:
+    """A file's JSON, refusing NaN and Infinity (which json.loads accepts, and no other JSON reader does)."""
+    def refuse(name: str) -> Any:
+        raise AssertionError(f"{path} holds {name}")
+    return json.loads(path.read_text(), parse_constant=refuse)
+
+
+# (what is wrong, how the entry of B is written, whether B's trajectory is still replayed): one bad record in result_summary.json.
+BAD_ENTRIES = [
+    ("categories-5", '"categories": 5', False),
+    ("categories-null", '"categories": null', False),
+    ("categories-of-numbers", '"categories": [1, 2]', False),
+    ("similarity-text", '"similarity": "abc"', False),
+    ("similarity-object", '"similarity": {}', False),
+    ("similarity-1e400", '"similarity": 1e400', False),
+    ("milestone-similarity-huge-integer", '"milestone_similarity": 1' + "0" * 400, False),
+    ("dynsteer-5", '"dynsteer": 5', False),
+    ("nested-1e400", '"dynsteer": {"halted": true, "stop": {"reason": "low_score", "k": 1e400}}', False),
+    ("entry-null", None, True),
+    ("entry-5", 5, True),
+]
+
+
+@pytest.mark.parametrize(("bad", "field", "replayed"), BAD_ENTRIES, ids=[b for b, _, _ in BAD_ENTRIES])
+def test_one_bad_record_in_the_result_summary_is_reported_and_the_rest_replayed(
+    recorded: dict[tuple[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], bad: str, field: str | int | None,
+    replayed: bool,
+) -> None:
+    """One scenario's entry of result_summary.json is damaged: replay exits 0 and reports that record with its reason (the
+    file and what is wrong), replays every other scenario with its categories and similarity, and writes both summaries
+    and both pages as valid JSON (no NaN, no Infinity)."""
+    run = tmp_path / "run"
+    shutil.copytree(recorded[("clean_solver", "native")], run)
+    names = script_names("clean_solver")
+    data = json.loads((run / "result_summary.json").read_text())
+    entries = data["per_scenario_results"]
+    i = next(n for n, r in enumerate(entries) if r["name"] == B)
+    if isinstance(field, str):
+        key = field.split(":")[0].strip('"')
+        entries[i] = {k: v for k, v in entries[i].items() if k != key} | {key: "@@"}
+        text = json.dumps(data).replace('"' + key + '": "@@"', field)
+    else:
+        entries[i] = field
+        text = json.dumps(data)
+    (run / "result_summary.json").write_text(text)
+    assert main(["replay", str(run), "-o", str(tmp_path / "out"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    summary = _strict_json(tmp_path / "out" / "replay_summary.json")
+    _strict_json(tmp_path / "out" / "run" / "replay_summary.json")
+    assert (tmp_path / "out" / "index.html").is_file() and (tmp_path / "out" / "run" / "index.html").is_file()
+    assert summary["replayed"] == len(names) - (0 if replayed else 1)
+    [skip] = summary["skipped_scenarios"]
+    assert "result_summary.json" in skip["reason"] and "skipped: " in out
+    assert skip["scenario"] == (None if replayed else B)
+    for r in summary["per_scenario"]:
+        if r["scenario"] != B:
+            assert r["categories"] and r["native_similarity"] == 1.0, r["scenario"]
+
+
+@pytest.mark.parametrize("planted", ["run", "trajectories", "scenario"])
+def test_a_link_planted_in_the_output_never_leads_the_replay_into_the_recording(
+    recorded: dict[tuple[str, str], Path], tmp_path: Path, capsys: pytest.CaptureFixture[str], planted: str,
+) -> None:
+    """``-o O`` where ``O/<run>``, ``O/<run>/trajectories`` or ``O/<run>/trajectories/<scenario>`` is a link to the recording:
+    one sentence naming the link, exit status 2, and the recording byte for byte as it was."""
+    from test_hostile_files import snapshot
+
+    run = tmp_path / "run"
+    shutil.copytree(recorded[("clean_solver", "native")], run)
+    out = tmp_path / "out"
+    target = {"run": run, "trajectories": run / "trajectories", "scenario": run / "trajectories" / B}[planted]
+    link = {"run": out / "run", "trajectories": out / "run" / "trajectories", "scenario": out / "run" / "trajectories" / B}[planted]
+    link.parent.mkdir(parents=True)
+    link.symlink_to(target, target_is_directory=True)
+    before = snapshot(run)
+    assert main(["replay", str(run), "-o", str(out), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert "is a symbolic link" in err and str(link) in err and err.count("\n") == 1 and "Traceback" not in err
+    assert snapshot(run) == before and not (out / "replay_summary.json").exists()
+
+
+def test_a_log_linked_into_the_recording_is_refused(recorded: dict[tuple[str, str], Path], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A link planted where a scenario's audit log will be appended to (to a file of the recording): one sentence naming
+    it, exit status 2, and the recording's file keeps its bytes."""
+    run = tmp_path / "run"
+    shutil.copytree(recorded[("clean_solver", "native")], run)
+    victim = run / "trajectories" / B / "execution_context.json"
+    before = victim.read_bytes()
+    audit = tmp_path / "out" / "run" / "trajectories" / B / "dynsteer_audit.jsonl"
+    audit.parent.mkdir(parents=True)
+    audit.symlink_to(victim)
+    assert main(["replay", str(run), "-o", str(tmp_path / "out"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"{audit} is a symbolic link" in err and err.count("\n") == 1
+    assert victim.read_bytes() == before

@@ -223,3 +223,21 @@ def test_a_long_run_draws_a_hundred_rows_at_a_time(browser: Any, mixed: dict[str
     page.locator('th[data-key="score"] button').click()
     assert page.locator("#rows tr").count() == 100 and _rows(page)[0]["cells"][0].startswith("s249")
     assert problems == []
+
+
+OBJECT_NAMES = ("constructor", "toString", "__proto__", "hasOwnProperty", "valueOf")
+
+
+def test_categories_named_like_object_properties_are_counted_and_filtered(browser: Any, mixed: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
+    """Categories named ``constructor``, ``toString``, ``__proto__`` (what every plain object already has) are options with
+    their own counts, and choosing one keeps exactly its rows: no function's text as a count, no category lost."""
+    halted = next(r for r in mixed["played"] if r["dynsteer"]["halted"])
+    many = [{**halted, "name": f"s{i}", "categories": list(OBJECT_NAMES[: i % len(OBJECT_NAMES) + 1])} for i in range(7)]
+    page, problems = _open(browser, write_run_page(tmp_path, "object names", run_rows(many)))
+    options = page.eval_on_selector_all("#f-cat option", "os => os.map(o => [o.value, o.textContent])")
+    counts = {name: sum(name in r["categories"] for r in many) for name in OBJECT_NAMES}
+    assert dict((v, t) for v, t in options if v) == {name: f"{name} ({n})" for name, n in counts.items()}
+    for name, n in counts.items():
+        page.select_option("#f-cat", name)
+        assert len(_rows(page)) == n, name
+    assert problems == []

@@ -74,15 +74,17 @@ def _reads_back(entry: Path) -> list[str] | None:
         return None
 
 
-FAULTS = ["torn", "garbled", "not_scenarios", "not_a_random_state", "earlier_format", "others_may_write", "too_old", "from_the_future"]
+FAULTS = ["torn", "garbled", "not_scenarios", "not_a_random_state", "earlier_format", "others_may_write", "too_old", "from_the_future",
+          "a_pipe", "a_link_to_dev_zero", "a_link_to_a_good_entry"]
 
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_an_entry_that_cannot_be_trusted_is_not_read(scenarios: dict[str, Any], cache_home: Path, fault: str,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """A torn or garbled file, another pickle, scenarios without a random state ToolSandbox's CLI could have, an entry of
-    the earlier format (one pickle of everything), a file others may write, or one older than FRESH_FOR (its times
-    have moved on) is a miss, and the scenarios are built again; the same entry without the fault is read."""
+    the earlier format (one pickle of everything), a file others may write, one older than FRESH_FOR (its times
+    have moved on), or a pipe or a link in the entry's place is a miss (never a wait), and the scenarios are built again;
+    the same entry without the fault is read."""
     entry = _entry()
     _keep(entry, wifi_off=scenarios["wifi_off"])
     assert _reads_back(entry) == ["wifi_off"]
@@ -101,6 +103,15 @@ def test_an_entry_that_cannot_be_trusted_is_not_read(scenarios: dict[str, Any], 
         entry.write_bytes(pickle.dumps(({"wifi_off": scenarios["wifi_off"]}, random.getstate())))
     elif fault == "others_may_write":
         entry.chmod(0o622)
+    elif fault == "a_pipe":  # opened as it is, it waits for a writer forever
+        entry.unlink()
+        os.mkfifo(entry)
+    elif fault == "a_link_to_dev_zero":  # read as it is, it never ends
+        entry.unlink()
+        entry.symlink_to("/dev/zero")
+    elif fault == "a_link_to_a_good_entry":  # an entry is this process's own file, never a link to another one
+        entry.rename(entry.with_name("elsewhere.pickle"))
+        entry.symlink_to(entry.with_name("elsewhere.pickle"))
     else:
         moved = time.time() + (-1 if fault == "too_old" else 1) * (cache.FRESH_FOR + 60)
         os.utime(entry, (moved, moved))

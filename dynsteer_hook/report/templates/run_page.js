@@ -91,9 +91,10 @@
   });
 
   function distinct(key) {
-    var seen = {};
-    rows.forEach(function (r) { (key === "cat" ? r.cats : [r[key]]).forEach(function (v) { if (v) seen[v] = (seen[v] || 0) + 1; }); });
-    return Object.keys(seen).sort().map(function (v) { return [v, seen[v]]; });
+    // A Map, not a plain object: a value named constructor, toString or __proto__ is a key like any other.
+    var seen = new Map();
+    rows.forEach(function (r) { (key === "cat" ? r.cats : [r[key]]).forEach(function (v) { if (v) seen.set(v, (seen.get(v) || 0) + 1); }); });
+    return Array.from(seen.keys()).sort().map(function (v) { return [v, seen.get(v)]; });
   }
   ["outcome", "stop", "cat"].forEach(function (key) {
     distinct(key).forEach(function (pair) { filters[key].appendChild(new Option(pair[0] + " (" + pair[1] + ")", pair[0])); });

@@ -12,12 +12,12 @@ minimum) end in one sentence and exit status 2 from the CLI's ``main``.
 from __future__ import annotations
 
 import argparse
-import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dynsteer_hook.files.names import is_safe_name
 from dynsteer_hook.flags import add_model_flags, model_from_args
 from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import DynsteerError, OutputError, ScenarioError, validation_problem
@@ -32,7 +32,6 @@ COMPILE_MODEL = ModelSettings(prefix="compile", temperature=0.7, timeout=300.0, 
 LEGACY_FLAGS = ("model", "api_base", "api_key_env", "temperature", "timeout", "max_retries", "backoff", "max_tokens", "json_mode")
 """Fields whose unprefixed flags (``--model``, ``--api-base``...) keep working beside ``--compile-*``."""
 
-_SAFE_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,200}")
 
 
 def _default_out() -> Path:
@@ -113,8 +112,9 @@ def _read_view(path: Path) -> TaskView:
         view = TaskView.model_validate_json(text)
     except ValidationError as exc:
         raise ScenarioError(f"view file {path} is not a TaskView at {validation_problem(exc)}; see TaskView in dynsteer_hook.model.task_view") from None
-    if not _SAFE_NAME.fullmatch(view.task):
-        raise ScenarioError(f"view file {path} has task name {view.task!r}, which cannot name a blueprint file; use letters, digits, _ . -")
+    if not is_safe_name(view.task):  # files/names.py: the task names the blueprint file written
+        raise ScenarioError(f"view file {path} has task name {view.task!r}, which cannot name a blueprint file; use letters, digits, _ . - "
+                            "(starting with a letter or digit)")
     return view
 
 

@@ -93,7 +93,8 @@ def _options(args: argparse.Namespace) -> Any:
     settings.build()  # a bad model string or a missing key stops before anything is replayed
     return ReplayOptions(blueprint_dir=args.blueprints or default_blueprint_dir(), config=config, judges=settings,
                          write_events=getattr(args, "events", False),
-                         observers=otel_observers(args, source="replay", theta_pass=config.theta_pass, inputs=getattr(args, "runs", ())))
+                         observers=otel_observers(args, source="replay", theta_pass=config.theta_pass,
+                                                  inputs=(*getattr(args, "runs", ()), args.blueprints)))
 
 
 def cmd_compare(args: argparse.Namespace) -> int:

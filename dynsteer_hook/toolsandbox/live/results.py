@@ -9,13 +9,14 @@ holds it: the keys that were set, in ToolSandbox's order, so the files read the 
 
 from __future__ import annotations
 
-import json
 import traceback
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from dynsteer_hook.files.outputs import json_text
+from dynsteer_hook.model.json_text import finite_number
 from dynsteer_hook.model.records import NativeSimilarity
 from dynsteer_hook.report.run_summary import DynsteerBlock, Stopping
 
@@ -112,8 +113,7 @@ def native_similarity(result: Mapping[str, Any]) -> NativeSimilarity | None:
         return None
 
     def number(key: str) -> float | None:
-        value = result.get(key)
-        return float(value) if isinstance(value, (int, float)) else None
+        return finite_number(result.get(key))  # a recorded file's number: NaN, 1e400 or text is unknown
 
     return NativeSimilarity(similarity=number("similarity"), milestone_similarity=number("milestone_similarity"),
                             minefield_similarity=number("minefield_similarity"))
@@ -129,4 +129,4 @@ def crash_reason(result: dict[str, Any]) -> str | None:
 
 def dumps_result(result: dict[str, Any]) -> str:
     """JSON text of one result record."""
-    return json.dumps(result, default=str, ensure_ascii=False)
+    return json_text(result, ensure_ascii=False)

@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from dynsteer_hook.files.names import name_part, safe_name
 from dynsteer_hook.files.outputs import create_dir, reason, write_json_atomic
 from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.errors import OutputError
@@ -41,17 +42,18 @@ RESULT_SUMMARY = "result_summary.json"
 
 
 def output_directory_for(base: Path, options: RunOptions) -> Path:
-    """ToolSandbox's naming: agent_<model>_user_<model>_<timestamp>."""
+    """ToolSandbox's naming: agent_<model>_user_<model>_<timestamp>, the model strings made folder-name parts (a model
+    string is any text a flag gave: ``../x`` or a newline must not become a path or a raw folder name)."""
     def name(chosen: str, table: dict[str, RoleFactory], model: ModelSettings | None) -> str:
         if chosen == SCRIPTED:
             return SCRIPTED
         if chosen == LITELLM:
-            return model.model.replace("/", "_") if model and model.model else LITELLM
-        return table[chosen].model_name(chosen)
+            return name_part(model.model) if model and model.model else LITELLM
+        return name_part(table[chosen].model_name(chosen))
 
     agent = name(options.agent, AGENTS, options.agent_model)
     user = name(options.user, USERS, options.user_model)
-    return Path(base) / f"agent_{agent}_user_{user}_{timestamp()}"
+    return Path(base) / safe_name(f"agent_{agent}_user_{user}_{timestamp()}")
 
 
 def timestamp() -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from dynsteer_hook.files.inputs import load_json_input
-from dynsteer_hook.files.outputs import slug
+from dynsteer_hook.files.names import NameBook
 from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.report.compare_page import markdown_rows, md_row, replay_href, scenario_table
 from dynsteer_hook.toolsandbox.offline.metaeval import (
@@ -128,14 +128,16 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
     per_agent: dict[str, dict[str, Any]] = {}
     stops: list[dict[str, Any]] = []
     cells: list[dict[str, Any]] = []
+    book = NameBook()
     for agent in agents:
         rows: list[dict[str, Any]] = []
         repeat_means: dict[str, list[float]] = {e: [] for e in EVALUATORS}
         skipped = 0
+        # The name is any text (a manifest key): its folder is its safe form, the name itself stays in compare.json.
+        home = book.claim(agent.name)
         for r, folder in enumerate(agent.repeats):
-            # The name is any text (a manifest key): its folder is a slug, the name itself stays in compare.json.
-            summary = replay_runs([folder], options, out / "replays" / slug(agent.name) / f"repeat_{r}", processes, progress,
-                                  engine=engine, ray_address=ray_address, label=f"dynsteer compare: {slug(agent.name)[:40]} repeat {r}")
+            summary = replay_runs([folder], options, out / "replays" / home / f"repeat_{r}", processes, progress,
+                                  engine=engine, ray_address=ray_address, label=f"dynsteer compare: {home[:40]} repeat {r}")
             skipped += summary["skipped"]
             done = summary["per_scenario"]
             rows += done
@@ -149,12 +151,12 @@ def compare(agents: Sequence[AgentRuns], options: ReplayOptions, out: Path, *, p
                     scores["native"].setdefault(agent.name, {})[(x["scenario"], r)] = float(x["native_similarity"])
                 cells.append({"agent": agent.name, "repeat": r, "scenario": x["scenario"], "score": x["score"], "native": x["native_similarity"],
                               "stop": x["stop"]["reason"] if x["virtual_stop"] is not None else None,
-                              "href": replay_href(agent.name, r, x["run"], x["scenario"])})
+                              "href": replay_href(home, r, x["folder"])})
                 if x["virtual_stop"] is not None:
                     stops.append({"agent": agent.name, "task": x["scenario"], "reason": x["stop"]["reason"], **x["virtual_stop"]})
         if not rows:
-            raise DynsteerError(f"agent {agent.name!r}: no scenario could be replayed (see the skipped reasons under {out / 'replays' / slug(agent.name)})")
-        entry: dict[str, Any] = {"repeats": len(agent.repeats), "trajectories": len(rows), "skipped": skipped}
+            raise DynsteerError(f"agent {agent.name!r}: no scenario could be replayed (see the skipped reasons under {out / 'replays' / home})")
+        entry: dict[str, Any] = {"repeats": len(agent.repeats), "trajectories": len(rows), "skipped": skipped, "folder": home}
         for e in EVALUATORS:
             mean, std = repeat_spread(repeat_means[e])
             vals = list(scores[e].get(agent.name, {}).values())

@@ -22,7 +22,7 @@ import polars as pl
 
 from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.model.events import Event
-from dynsteer_hook.model.json_text import JsonTextError, loads
+from dynsteer_hook.model.json_text import JsonTextError, finite_number, has_nonfinite, loads
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import GatedCall, inspect_code, offered_tools
 from dynsteer_hook.toolsandbox.live.adapter import STATE_NAMESPACES, RowMapper, simulator_only, state_changes
@@ -80,7 +80,8 @@ class Recording:
         return self.run / "trajectories" / self.scenario
 
 
-def _read_json(path: Path, what: str) -> Any:
+def _read_json(path: Path, what: str, *, finite: bool = True) -> Any:
+    """A recorded JSON file, or a ``RecordingError`` naming it (``finite``: see ``json_text.loads``)."""
     if not path.is_file():
         raise RecordingError(f"{what} {path} is missing")
     if path.stat().st_size > _MAX_FILE_BYTES:
@@ -90,9 +91,37 @@ def _read_json(path: Path, what: str) -> Any:
     except OSError as exc:
         raise RecordingError(f"{what} {path} cannot be read ({exc.strerror or exc})") from None
     try:
-        return loads(raw)
+        return loads(raw, finite=finite)
     except JsonTextError as exc:
         raise RecordingError(f"{what} {path} {exc} (truncated, damaged or hostile)") from None
+
+
+_SIMILARITIES = ("similarity", "milestone_similarity", "minefield_similarity")
+
+
+def summary_entry_problem(entry: Mapping[str, Any]) -> str | None:
+    """What makes a scenario's entry of ``result_summary.json`` unusable (a clause: "has categories 5, not a list of
+    names"), or None. Only the fields replay reads are checked; a number beyond a float anywhere is a problem, since no
+    file may be written with it."""
+    categories = entry.get("categories", [])
+    if not isinstance(categories, list) or not all(isinstance(c, str) for c in categories):
+        return f"has categories {_shown(categories)}, not a list of category names"
+    for key in _SIMILARITIES:
+        value = entry.get(key)
+        if value is not None and finite_number(value) is None:
+            shown = "beyond the range of a float (such as 1e400)" if isinstance(value, float | int) and not isinstance(value, bool) else _shown(value)
+            return f"has {key} {shown}, not a number (or null)"
+    if not isinstance(entry.get("dynsteer"), dict | None):
+        return f"has dynsteer {_shown(entry.get('dynsteer'))}, not an object (or null)"
+    if has_nonfinite(entry):
+        return "holds a number beyond the range of a float (such as 1e400)"
+    return None
+
+
+def _shown(value: Any) -> str:
+    """A value of a hostile file as a short, one-line text for a message."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
 
 
 def _context(data: Any, path: Path) -> ExecutionContext:

@@ -16,7 +16,6 @@ no blueprint) are skipped with their reason in the summary; the rest go on.
 
 from __future__ import annotations
 
-import json
 import re
 import time
 from collections import Counter
@@ -28,7 +27,8 @@ from typing import Any
 
 from dynsteer_hook.files.blueprints import load_blueprint
 from dynsteer_hook.files.events import EventLog
-from dynsteer_hook.files.outputs import check_apart, check_output_dir, create_dir, is_safe_name, open_log, write_json_atomic
+from dynsteer_hook.files.names import NameBook, is_entry_name
+from dynsteer_hook.files.outputs import check_apart, check_below, check_output_dir, create_dir, json_text, open_log, write_json_atomic
 from dynsteer_hook.files.outputs import reason as os_reason
 from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.model.config import EvaluatorConfig
@@ -48,9 +48,11 @@ from dynsteer_hook.toolsandbox.offline.recording import (
     Recording,
     RecordingError,
     _read_json,
+    _shown,
     agent_batches,
     load_recording,
     recorded_events,
+    summary_entry_problem,
 )
 
 REPLAY_SUMMARY = "replay_summary.json"
@@ -110,12 +112,26 @@ class ReplayOptions:
 
 @dataclass(frozen=True)
 class Job:
-    """One recorded scenario to replay, and where its reports go."""
+    """One recorded scenario to replay, and where its reports go: ``out/trajectories/<folder>``.
+
+    Attributes:
+        run: The recorded run folder.
+        scenario: The scenario's name as recorded (any text: it is kept in the files' contents).
+        out: The run's folder in the replay's output.
+        summary: The scenario's entry in the run's ``result_summary.json``.
+        folder: The scenario's report folder under ``out/trajectories`` (its safe name, ``files.names``).
+    """
 
     run: Path
     scenario: str
     out: Path
     summary: Mapping[str, Any] | None = None
+    folder: str = ""
+
+    @property
+    def report_dir(self) -> Path:
+        """Where the scenario's reports go."""
+        return self.out / "trajectories" / (self.folder or self.scenario)
 
 
 def _is_run(path: Path) -> bool:
@@ -144,35 +160,62 @@ def find_runs(paths: Iterable[Path]) -> list[Path]:
 
 
 def jobs_of(run: Path, out: Path) -> tuple[list[Job], list[dict[str, Any]]]:
-    """The scenarios of a run folder to replay, and the ones skipped with their reason."""
-    summaries: dict[str, Mapping[str, Any]] = {}
-    skipped: list[dict[str, Any]] = []
-    if (run / RESULT_SUMMARY).is_file():
-        try:
-            data = _read_json(run / RESULT_SUMMARY, "result summary")
-            for r in data.get("per_scenario_results", []) if isinstance(data, dict) else []:
-                if isinstance(r, dict) and isinstance(r.get("name"), str):
-                    summaries[r["name"]] = r
-        except RecordingError as exc:
-            skipped.append({"run": str(run), "scenario": None, "reason": str(exc)})
+    """The scenarios of a run folder to replay into ``out`` (the run's folder in the replay's output), and the ones
+    skipped with their reason. A scenario's reports go to the safe form of its name (``files.names``); a name that is no
+    entry of ``trajectories/`` (``../x``, a path) is never read."""
+    summaries, skipped = _summary_entries(run)
     names = set(summaries)
     if (run / "trajectories").is_dir():
         names |= {p.name for p in (run / "trajectories").iterdir() if p.is_dir()}
     jobs: list[Job] = []
+    book = NameBook()
     for name in sorted(names):
         s = summaries.get(name)
-        if not is_safe_name(name):  # a summary's name is text, not a path: ../x would read and write outside the folders
-            skipped.append({"run": str(run), "scenario": name[:200], "reason": "its name cannot be a folder name (only letters, "
-                            "digits, '.', '_' and '-', not starting with '.')"})
+        problem = None if s is None else summary_entry_problem(s)
+        if problem is not None:  # one bad record is that scenario's skip, never the run's failure
+            skipped.append({"run": str(run), "scenario": name[:200], "reason": f"its entry in {run / RESULT_SUMMARY} {problem}; fix or "
+                            "remove that entry and replay again"})
+            continue
+        if not is_entry_name(name):  # a summary's name is text, not a path: ../x would read outside the recording
+            skipped.append({"run": str(run), "scenario": name[:200], "reason": "its name is no folder of trajectories/ (it is empty, "
+                            "'.', '..' or holds a '/' or '\\'), so there is no recording of it to read"})
             continue
         if s is not None and s.get("exception_type") and not (run / "trajectories" / name).is_dir():
             skipped.append({"run": str(run), "scenario": name, "reason": f"the recorded rollout crashed ({s.get('exception_type')}) and left no trajectory"})
             continue
-        jobs.append(Job(run, name, out / run.name, s))
+        jobs.append(Job(run, name, out, s, book.claim(name)))
     return jobs, skipped
 
 
+def _summary_entries(run: Path) -> tuple[dict[str, Mapping[str, Any]], list[dict[str, Any]]]:
+    """The scenario entries of a run's ``result_summary.json`` by name, and what in it could not be read (an entry that is
+    no object or has no name, a file that is no JSON: reported, the rest read). Numbers beyond a float are read as
+    infinity here so that ``summary_entry_problem`` can refuse the one entry holding one, not the whole file."""
+    entries: dict[str, Mapping[str, Any]] = {}
+    if not (run / RESULT_SUMMARY).is_file():
+        return entries, []
+    where = run / RESULT_SUMMARY
+    try:
+        data = _read_json(where, "result summary", finite=False)
+    except RecordingError as exc:
+        return entries, [{"run": str(run), "scenario": None, "reason": str(exc)}]
+    listed = data.get("per_scenario_results", []) if isinstance(data, dict) else None
+    if not isinstance(listed, list):
+        return entries, [{"run": str(run), "scenario": None, "reason": f"{where} has no list per_scenario_results; the scenarios "
+                          "are replayed without their recorded categories and similarity"}]
+    skipped: list[dict[str, Any]] = []
+    for i, r in enumerate(listed):
+        if isinstance(r, dict) and isinstance(r.get("name"), str):
+            entries[r["name"]] = r
+        else:
+            skipped.append({"run": str(run), "scenario": None, "reason": f"entry {i} of per_scenario_results in {where} is "
+                            f"{_shown(r)}, not an object with a name; fix or remove that entry"})
+    return entries, skipped
+
+
 def _blueprint(options: ReplayOptions, name: str) -> Any:
+    if not is_entry_name(f"{name}.json"):
+        raise RecordingError(f"scenario {name[:200]!r} has no blueprint: its name names no file of {options.blueprint_dir}")
     path = options.blueprint_dir / f"{name}.json"
     if not path.is_file():
         raise RecordingError(f"no blueprint {path}; compile it (dynsteer compile) or pass --blueprints DIR")
@@ -193,7 +236,7 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
         bp = _blueprint(options, job.scenario)
     except RecordingError as exc:
         return {"run": str(job.run), "scenario": job.scenario, "skipped": str(exc)}
-    out = job.out / "trajectories" / job.scenario
+    out = job.report_dir
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -234,6 +277,7 @@ def replay_one(job: Job, *, options: ReplayOptions) -> dict[str, Any]:
         report_error = f"{out}: {os_reason(exc)}"
     vstop = virtual_stop(stop_batch, batches, recording.costs) if stop_batch is not None else None
     result = _result(recording, report, vstop, batches, time.perf_counter() - start)
+    result["folder"] = out.relative_to(job.out.parent).as_posix()
     result["incomplete_logs"] = [g.model_dump() for g in report.incomplete_logs]
     result["report_error"] = report_error
     cache = judge_cache_stats(judges)
@@ -267,10 +311,10 @@ def _result(recording: Recording, report: Any, vstop: VirtualStop | None, batche
     return {
         "run": str(recording.run),
         "scenario": recording.scenario,
-        "categories": [str(c) for c in recorded.get("categories", [])],
+        "categories": [str(c) for c in recorded.get("categories") or []],
         "outcome": report.outcome,
         "score": report.score,
-        "native_similarity": recorded.get("similarity"),
+        "native_similarity": recorded.get("similarity"),  # checked by summary_entry_problem: a finite number or null
         "native_milestone_similarity": recorded.get("milestone_similarity"),
         "native_minefield_similarity": recorded.get("minefield_similarity"),
         "halted": report.halted,
@@ -334,6 +378,15 @@ def _progress(items: Iterator[dict[str, Any]], total: int, enabled: bool, label:
             yield r
 
 
+def _eval_logs(paths: list[Path]) -> list[Path]:
+    """The ``.eval`` files named or lying in the folders named (none without paths: the ``inspect`` extra is then not imported)."""
+    if not paths:
+        return []
+    from dynsteer_hook.inspect.replay import find_logs
+
+    return find_logs(paths)
+
+
 def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, processes: int = 1, progress: bool = False, *,
                 engine: str = "local", ray_address: str | None = None, label: str = "dynsteer replay") -> dict[str, Any]:
     """Replay every recorded scenario under ``paths`` into ``out`` and write the summaries.
@@ -358,33 +411,42 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
     runs = find_runs([p for p in paths if p not in logs]) if len(logs) < len(paths) else []
     check_apart(out, [*runs, *logs], "-o/--out")
     check_output_dir(out, "-o/--out")
+    eval_logs = _eval_logs(logs)
+    book = NameBook(taken={INDEX_HTML, REPLAY_SUMMARY})  # one folder per recorded run or log, never one of the replay's own files
+    folders = {source: book.claim(run_folder(source), key=str(source)) for source in [*runs, *eval_logs]}
     jobs: list[Job] = []
     skipped: list[dict[str, Any]] = []
     for run in runs:
-        js, sk = jobs_of(run, out)
+        js, sk = jobs_of(run, out / folders[run])
         jobs += js
         skipped += sk
+    # Every folder the replay will write in, and the logs it appends to there, before it writes anything (an Inspect
+    # sample's own folder is checked when the sample is read).
+    for job in jobs:
+        check_below(out, job.report_dir, "-o/--out", (AUDIT_LOG, EVENTS_FILE))
+    for log in eval_logs:
+        check_below(out, out / folders[log] / "trajectories", "-o/--out")
     create_dir(out, "-o/--out")
     worker = partial(replay_one, options=options)
     results = list(_progress(run_jobs(worker, jobs, processes=processes, engine=engine, ray_address=ray_address), len(jobs), progress, label))
     sources: list[Path] = list(runs)
-    if logs:
-        from dynsteer_hook.inspect.replay import find_logs, replay_log
+    if eval_logs:
+        from dynsteer_hook.inspect.replay import replay_log
 
         judges = options.judges.build()
-        for log in find_logs(logs):
-            rs, sk = replay_log(log, out / log.stem, blueprint_dir=options.blueprint_dir, config=options.config, judges=judges)
+        for log in eval_logs:
+            rs, sk = replay_log(log, out / folders[log], blueprint_dir=options.blueprint_dir, config=options.config, judges=judges)
             results += rs
             skipped += sk
             sources.append(log)
     summary = summarize(results, skipped)
     try:
         for run in sources:
-            name = run_folder(run)
+            name = folders[run]
             mine = summarize([r for r in results if r["run"] == str(run)], [s for s in skipped if s["run"] == str(run)])
             write_json_atomic(out / name / REPLAY_SUMMARY, mine)
-            write_run_page(out / name, f"dynsteer replay: {name}", replay_rows(mine["per_scenario"], out / name, out), kind="replay",
-                           links=[("all runs of this replay", "../" + INDEX_HTML)])
+            write_run_page(out / name, f"dynsteer replay: {run_folder(run)}", replay_rows(mine["per_scenario"], out / name, out),
+                           kind="replay", links=[("all runs of this replay", "../" + INDEX_HTML)])
         write_json_atomic(out / REPLAY_SUMMARY, summary)
         write_run_page(out, f"dynsteer replay: {out.name}", replay_rows(summary["per_scenario"], out, out), kind="replay")
     except OSError as exc:
@@ -395,4 +457,4 @@ def replay_runs(paths: Iterable[Path], options: ReplayOptions, out: Path, proces
 
 def dumps(summary: Mapping[str, Any]) -> str:
     """JSON text of a summary."""
-    return json.dumps(summary, indent=2, ensure_ascii=False, default=str)
+    return json_text(summary, indent=2, ensure_ascii=False)
