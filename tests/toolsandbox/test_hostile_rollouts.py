@@ -174,7 +174,7 @@ def test_names_from_a_recorded_summary_never_become_paths(scenarios: dict[str, A
     assert main(["replay", str(run), "-o", str(tmp_path / "replayed"), "--no-progress"]) == 0
     assert not (tmp_path / "escaped").exists() and not list(tmp_path.glob("../escaped"))
     replay_summary = json.loads((tmp_path / "replayed" / "replay_summary.json").read_text())
-    assert any(s["scenario"] == "../../escaped" and "folder name" in s["reason"] for s in replay_summary["skipped_scenarios"])
+    assert any(s["scenario"] == "../../escaped" and "no folder of trajectories" in s["reason"] for s in replay_summary["skipped_scenarios"])
 
 
 def test_run_options_keep_their_limits(tmp_path: Path) -> None:
