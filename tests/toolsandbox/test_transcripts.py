@@ -86,7 +86,7 @@ def test_a_toolsandbox_conversation_becomes_moves(tmp_path: Path) -> None:
 ])
 def test_a_bad_record_is_one_sentence_naming_it(tmp_path: Path, data: Any, words: str) -> None:
     path = write(tmp_path, "bad.json", data)
-    with pytest.raises(TranscriptError, match="bad.json") as caught:
+    with pytest.raises(TranscriptError, match=r"bad\.json") as caught:
         read_transcript(path)
     assert words in str(caught.value)
 
