@@ -322,3 +322,26 @@ def test_gates_fail_with_status_3_once_everything_is_written(tmp_path: Path, cap
     else:
         assert captured.err.count("\n") == 1 and sentence in captured.err and captured.err.endswith("; every file was written\n")
         assert "FAILED" in captured.out
+
+
+PROBE = """
+import json, sys
+from dynsteer_hook.cli import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "loaded": sorted({m.split(".")[0] for m in sys.modules} & set(sys.argv[0].split(",")))}))
+"""
+HEAVY = ("tool_sandbox", "litellm", "openai", "ray", "scipy", "numpy", "networkx")
+
+
+def test_diff_imports_no_toolsandbox_no_llm_client_and_no_scipy(tmp_path: Path) -> None:
+    """In a fresh interpreter the command ends as usual with none of ToolSandbox, litellm, Ray, scipy, numpy or networkx
+    loaded: importing scipy.stats alone would cost 0.6-1 s of the two seconds a 1,032-scenario diff may take."""
+    import subprocess
+    import sys
+
+    a, b = _runs(tmp_path)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    done = subprocess.run([sys.executable, "-c", PROBE.replace("sys.argv[0]", repr(",".join(HEAVY))), "diff", str(a), str(b), "-o",
+                           str(tmp_path / "out")], capture_output=True, text=True, timeout=120, env=env)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"code": 0, "loaded": []}
