@@ -9,7 +9,8 @@ few scenarios the other does not.
     python scripts/bench_diff.py                  # 1,032 scenarios per side, 5 repeats
     python scripts/bench_diff.py --repeats 3 --keep /tmp/diffbench
 
-Budget (issue 32): a diff of two 1,032-scenario replays written in <= 2 s.
+Budget (issue 32): a diff of two 1,032-scenario replays written in <= 2 s. The page's load in headless Chromium (to the
+first sorted, filtered table) is measured too, when Playwright and Chromium are installed.
 """
 
 from __future__ import annotations
@@ -125,6 +126,35 @@ def time_diff(a: Path, b: Path, out: Path, repeats: int) -> dict[str, Any]:
             "linked": sum(1 for p in doc["per_scenario"] if p["before"]["href"] and p["after"]["href"])}
 
 
+def time_load(page: Path, repeats: int) -> dict[str, Any]:
+    """Seconds from navigation to the first sorted and filtered table of diff.html in headless Chromium (when installed)."""
+    import shutil
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        return {"skipped": "playwright is not installed"}
+    if chromium is None:
+        return {"skipped": "Chromium is not installed"}
+    url = page.resolve().as_uri() + "#sort=-delta&change=worse"
+    times, errors = [], []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=["--no-sandbox", "--disable-gpu"])
+        try:
+            for _ in range(repeats):
+                tab = browser.new_page(viewport={"width": 1280, "height": 900})
+                tab.on("pageerror", lambda e: errors.append(str(e)))
+                start = time.perf_counter()
+                tab.goto(url)
+                tab.wait_for_selector("body[data-ready] #rows tr")
+                times.append(time.perf_counter() - start)
+                tab.close()
+        finally:
+            browser.close()
+    return {"seconds": statistics.median(times), "errors": errors}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Build the folders, time the command on both kinds, print the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -140,6 +170,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"dynsteer diff of two {SCENARIOS:,}-scenario {kind}: {figures['seconds']:.3f} s median, {figures['best']:.3f} s best "
                   f"of {args.repeats} (process start to exit; budget 2 s); {figures['shared']} shared, {figures['worse']} worse, "
                   f"{figures['linked']} linked both ways; diff.html {figures['html_bytes'] / 1e6:.2f} MB")
+        load = time_load(base / "replays" / "diff" / "diff.html", args.repeats)
+        if "skipped" in load:
+            print(f"diff.html in headless Chromium: skipped ({load['skipped']})")
+        else:
+            print(f"diff.html of the replays in headless Chromium, navigation to the first sorted, filtered table: {load['seconds']:.3f} s "
+                  f"median (budget 2 s); page errors: {load['errors'] or 'none'}")
     return 0
 
 
