@@ -92,6 +92,7 @@ def render_diff_markdown(doc: Mapping[str, Any]) -> str:
         row("scenarios", a["scenarios"], b["scenarios"]),
         row("mean dynsteer score", _num(a["mean_score"]), _num(b["mean_score"])),
         row("halt rate", f"{_num(a['halt_rate'])} ({a['halted']})", f"{_num(b['halt_rate'])} ({b['halted']})"),
+        *([row("not finished (interrupted)", a["not_finished"], b["not_finished"])] if a["not_finished"] or b["not_finished"] else []),
         "",
         f"**{t['shared']} shared scenario(s)**: {t['worse']} worse, {t['better']} better, {t['same']} the same"
         + (f", {t['unscored']} unscored" if t["unscored"] else "") + f"; {t['outcome_changed']} changed outcome. "

@@ -105,6 +105,18 @@ def test_the_command_writes_three_files_whose_links_resolve_from_the_output_fold
     assert "shared 6: 2 worse, 1 better, 3 the same" in text and "worse: drops: 1.000 -> 0.000, completed -> halted" in text
 
 
+def test_an_interrupted_run_says_how_many_scenarios_did_not_finish(tmp_path: Path) -> None:
+    """A run stopped by Ctrl-C lists its finished scenarios; the ones it kept from finishing are counted on its side, and
+    the scenarios the other run finished are listed as only there."""
+    a = write_run(tmp_path / "a", [run_entry("s1", 1.0), run_entry("s2", 1.0), run_entry("s3", 1.0)])
+    b = write_run(tmp_path / "b", [run_entry("s1", 1.0)], extra={"interrupted": {"finished": 1, "in_flight": ["s2"], "not_started": ["s3"]}})
+    assert _diff(a, b, tmp_path / "out") == 0
+    doc = json.loads((tmp_path / "out" / "diff.json").read_text())
+    assert doc["b"]["not_finished"] == 2 and [r["name"] for r in doc["only_in_a"]] == ["s2", "s3"]
+    assert "| not finished (interrupted) | 0 | 2 |" in (tmp_path / "out" / "diff.md").read_text()
+    assert "2 not finished: interrupted" in (tmp_path / "out" / "diff.html").read_text()
+
+
 def test_diff_json_holds_one_scenario_per_line(tmp_path: Path) -> None:
     """diff.json is JSON whose per-scenario lists hold one scenario per line (easy to grep, fast to write)."""
     a, b = _runs(tmp_path)

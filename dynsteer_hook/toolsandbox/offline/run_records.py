@@ -304,7 +304,7 @@ def read_run(folder: Path, label: str) -> RunRecords:
     root = _replay_root(folder, entries) if kind == "replay" else folder
     records: list[ScenarioRecord] = []
     skipped: list[SkippedEntry] = []
-    seen: dict[str, int] = {}
+    seen: set[str] = set()
     for i, raw in enumerate(entries):
         name = raw.get("name" if kind == "run" else "scenario") if isinstance(raw, dict) else None
         shown = name[:200] if isinstance(name, str) else None
@@ -325,7 +325,7 @@ def read_run(folder: Path, label: str) -> RunRecords:
                      else "twice")
             raise DynsteerError(f"{label} summary {summary} lists scenario {_shown(record.name)} {again}; a diff pairs one result "
                                 f"per scenario")
-        seen[record.name] = i
+        seen.add(record.name)
         records.append(record)
     if kind == "run" and entries and not any(isinstance(e, dict) and isinstance(e.get("dynsteer"), dict) for e in entries):
         raise DynsteerError(f"{label} {folder} was run without dynsteer (--evaluator native: no scenario has a dynsteer score); "
