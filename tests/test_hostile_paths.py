@@ -11,6 +11,7 @@ device, a reader that stops early) have their own table below.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import subprocess
 import sys
@@ -97,7 +98,16 @@ COMMANDS = [
     Command("demo", lambda ws, out: ["demo", "-o", str(out)], (), toolsandbox=True),
     Command("blueprint_eval", lambda ws, out: ["blueprint-eval", "-s", "cellular_off", "-o", str(out)],
             ("blueprint_eval.csv", "blueprint_eval.json"), toolsandbox=True),
+    Command("diff", lambda ws, out: ["diff", str(ws / "run_a"), str(ws / "run_b"), "-o", str(out)], ("diff.html", "diff.md", "diff.json")),
 ]
+
+
+def _runs(ws: Path) -> None:
+    """Two small run folders for ``diff`` to read (a summary each, one scenario with its dynsteer score)."""
+    for name, score in (("run_a", 1.0), ("run_b", 0.5)):
+        (ws / name).mkdir()
+        entry = {"name": "cellular_off", "categories": [], "similarity": 1.0, "dynsteer": {"outcome": "completed", "score": score}}
+        (ws / name / "result_summary.json").write_text(json.dumps({"per_scenario_results": [entry]}), encoding="utf-8")
 
 
 CASES = [
@@ -117,6 +127,7 @@ def test_hostile_output_place(cmd: Command, place: Place, tmp_path: Path, monkey
     (ws / "bp.json").write_text(CHAIN.to_json(), encoding="utf-8")
     (ws / "trace.jsonl").write_bytes(TRACE)
     (ws / "view.json").write_text(VIEW.model_dump_json(), encoding="utf-8")
+    _runs(ws)
     out = place.make(ws, cmd.files)
     if cmd.toolsandbox:
         from dynsteer_hook.toolsandbox.live import runner

@@ -15,13 +15,8 @@ Rows are made from the records a run already holds (``result_summary.json``'s en
 
 from __future__ import annotations
 
-import base64
-import functools
-import hashlib
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
-from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import quote, unquote
@@ -29,7 +24,11 @@ from urllib.parse import quote, unquote
 from dynsteer_hook.files.outputs import write_text_atomic
 from dynsteer_hook.model.json_text import finite_number
 from dynsteer_hook.report.html import REPORT_HTML
+from dynsteer_hook.report.static_page import embed_json, error_words, page_script
 from dynsteer_hook.report.templating import environment
+
+__all__ = ["BACK_HREF", "INDEX_HTML", "console_table", "embed_json", "error_words", "page_script", "render_run_page",
+           "replay_rows", "report_href", "run_folder", "run_rows", "scenario_href", "totals", "with_back_link", "write_run_page"]
 
 INDEX_HTML = "index.html"
 """The run page's file name, at the top of the output folder."""
@@ -40,18 +39,6 @@ BACK_HREF = "../../" + INDEX_HTML
 def scenario_href(name: str, prefix: str = "") -> str:
     """The relative URL of a scenario's page under ``prefix`` (a folder path, '' or ending in '/'), percent-encoded."""
     return prefix + "trajectories/" + quote(name, safe="") + "/" + REPORT_HTML
-
-
-def error_words(fe: Mapping[str, Any] | None) -> str:
-    """A first error as one line: the step on both clocks, its stage, the dimension it cost, its cause and detail."""
-    if not fe:
-        return ""
-    head = f"step t={fe['t']} (event k={fe['k']})"
-    if fe.get("stage"):
-        head += f", stage {fe['stage']}"
-    what = ": ".join(str(x) for x in (fe.get("dimension"), fe.get("cause")) if x)
-    text = f"{head}; {what}" if what else head
-    return f"{text} ({fe['detail']})" if fe.get("detail") else text
 
 
 def _num(value: Any) -> float | None:
@@ -199,27 +186,11 @@ def console_table(t: Mapping[str, Any], page: Path | None = None) -> str:
     return "\n".join(f"  {k.ljust(width)}  {v}" for k, v in lines)
 
 
-def embed_json(data: Any) -> str:
-    """JSON text safe inside ``<script type="application/json">``: no ``</script>``, ``<!--`` or line separator can
-    end or change the block (``<``, ``>`` and ``&`` are written as escapes, which JSON reads back unchanged)."""
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(raw, escaped)
-    return text
-
-
-@functools.cache
-def _script() -> tuple[str, str]:
-    """The page's script and its CSP hash (the only script the page may run)."""
-    text = resources.files("dynsteer_hook.report").joinpath("templates").joinpath("run_page.js").read_text(encoding="utf-8")
-    return text, "sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode("ascii")
-
-
 def render_run_page(title: str, rows: Sequence[Mapping[str, Any]], *, kind: str = "run", links: Sequence[tuple[str, str]] = ()) -> str:
     """The run page of ``rows`` (from ``run_rows`` or ``replay_rows``); ``links`` are further (label, href) pairs."""
     from markupsafe import Markup
 
-    script, digest = _script()
+    script, digest = page_script()
     return str(environment(keep_trailing_newline=True).get_template("run_page.html.j2").render(
         title=title, kind=kind, totals=totals(rows), links=list(links), digest=digest,
         data=Markup(embed_json({"rows": list(rows)})), script=Markup(script),

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dynsteer_hook.toolsandbox.commands.compile import add_compile_parser
+from dynsteer_hook.toolsandbox.commands.diff import add_diff_parser
 from dynsteer_hook.toolsandbox.commands.quality import add_blueprint_eval_parser
 from dynsteer_hook.toolsandbox.commands.replay import add_compare_parser, add_replay_parser
 from dynsteer_hook.toolsandbox.commands.rerun import add_rerun_parser
@@ -20,6 +21,7 @@ COMMANDS: tuple[tuple[str, Callable[..., None]], ...] = (
     ("replay", add_replay_parser),
     ("rerun", add_rerun_parser),
     ("compare", add_compare_parser),
+    ("diff", add_diff_parser),
 )
 """Each subcommand's name and the function that declares it (and adds its flags)."""
 

@@ -26,6 +26,7 @@ def add_replay_parser(sub: Any, *, flags: bool = True) -> None:
     if not flags:
         return
     from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_otel_flags
+    from dynsteer_hook.report.gates import add_gate_flags
     from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
 
     # "*", not "+": a bare --otel takes the next word as its value, and cmd_replay gives back a recording it took.
@@ -40,6 +41,7 @@ def add_replay_parser(sub: Any, *, flags: bool = True) -> None:
     add_config_flags(p)
     add_judge_flags(p)
     add_otel_flags(p)
+    add_gate_flags(p)
     p.set_defaults(func=cmd_replay)
 
 
@@ -154,8 +156,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from dynsteer_hook.flags import otel_shutdown
     from dynsteer_hook.llm.judges import cache_sentence
     from dynsteer_hook.report.run_page import INDEX_HTML, console_table, replay_rows, totals
+    from dynsteer_hook.toolsandbox.commands.gating import gated_status, gates_of, row_measures, say_failed, verdicts
     from dynsteer_hook.toolsandbox.offline.replay import REPLAY_SUMMARY, replay_runs
 
+    gates = gates_of(args)
     args.runs = _recordings(args)
     options = _options(args)
     try:
@@ -175,11 +179,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
           + f"; summary {args.out / REPLAY_SUMMARY}")
     if summary["judge_cache"] is not None:
         print(cache_sentence(summary["judge_cache"]))
-    print(console_table(totals(replay_rows(summary["per_scenario"], args.out, args.out)), args.out / INDEX_HTML))
+    rows = replay_rows(summary["per_scenario"], args.out, args.out)
+    print(console_table(totals(rows), args.out / INDEX_HTML))
+    judged = verdicts(gates, row_measures(rows))
     faulty = [r for r in summary["per_scenario"] if r.get("incomplete_logs") or r.get("report_error")]
     if faulty:
         first = faulty[0]
         why = first.get("report_error") or first["incomplete_logs"][0]["reason"]
+        say_failed(judged)
         raise OutputError(f"{len(faulty)} scenario(s) could not write all their files ({why}), e.g. {first['scenario']}; their "
                           "reports and the replay summary say what is missing (incomplete_logs); free some space and replay again")
-    return 0
+    return gated_status(judged, 0)

@@ -26,6 +26,7 @@ def add_rerun_parser(sub: Any, *, flags: bool = True) -> None:
     if not flags:
         return
     from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_otel_flags
+    from dynsteer_hook.report.gates import add_gate_flags
     from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
 
     # "*", not "+": a missing source gets the one-sentence error of this command, not argparse's usage dump.
@@ -47,6 +48,7 @@ def add_rerun_parser(sub: Any, *, flags: bool = True) -> None:
     add_config_flags(p)
     add_judge_flags(p)
     add_otel_flags(p)
+    add_gate_flags(p)
     p.set_defaults(func=cmd_rerun)
 
 
@@ -88,7 +90,9 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     """Run ``dynsteer rerun``."""
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers, otel_shutdown
+    from dynsteer_hook.report.run_page import run_rows
     from dynsteer_hook.report.run_summary import interruption
+    from dynsteer_hook.toolsandbox.commands.gating import gated_status, gates_of, row_measures, verdicts
     from dynsteer_hook.toolsandbox.commands.run import EXIT_INTERRUPTED, _crash_status
     from dynsteer_hook.toolsandbox.live.engines import check_engine
     from dynsteer_hook.toolsandbox.live.playing import RunOptions
@@ -105,6 +109,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     check_engine(args.engine, args.ray_address)
     if args.otel is not None and args.evaluator != "dynsteer":
         raise DynsteerError("--otel exports what dynsteer judged: drop --evaluator native, or drop --otel")
+    gates = gates_of(args, args.evaluator)
     zone, start = _zone(args.timezone), _start(args.started_at)
     settings, config = judges_from_args(args, config_from_args(args))
     settings.build()
@@ -144,4 +149,5 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     if interruption(results) is not None:
         print(f"dynsteer: interrupted; the summaries of the finished rollouts are in {out}", file=sys.stderr)
         return EXIT_INTERRUPTED
-    return _crash_status(results, out / "result_summary.json")
+    judged = verdicts(gates, row_measures(run_rows(results)))
+    return gated_status(judged, _crash_status(results, out / "result_summary.json"))

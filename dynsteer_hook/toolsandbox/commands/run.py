@@ -7,12 +7,15 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from dynsteer_hook.model.errors import DynsteerError, OutputError
 
+if TYPE_CHECKING:
+    from dynsteer_hook.report.gates import Gates
+
 EXIT_CRASHED = 1  # a scenario crashed: everything was written, but the run is not a result to trust
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # exit statuses, first that applies: 130 interrupted, 2 bad input or unwritten files, 1 crashed, 3 a gate failed
 
 
 def add_run_parser(sub: Any, *, flags: bool = True) -> None:
@@ -25,6 +28,7 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     if not flags:
         return
     from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags, add_otel_flags
+    from dynsteer_hook.report.gates import add_gate_flags
     from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
     from dynsteer_hook.toolsandbox.roles.named import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
 
@@ -57,6 +61,7 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     add_config_flags(run)
     add_judge_flags(run)
     add_otel_flags(run)
+    add_gate_flags(run)
     run.set_defaults(func=_cmd_run)
 
 
@@ -105,13 +110,15 @@ def _verdict(result: dict[str, Any], colour: bool = False) -> str:
     return f"{head}; {score}{similarity}" + (f" [{', '.join(notes)}]" if notes else "")
 
 
-def _finish(results: list[dict[str, Any]], out: Path) -> int:
-    """Print a verdict per scenario; an interrupted run, files that could not be written or crashed scenarios end in
-    one sentence on stderr and a non-zero exit status (130, 2, 1), once every file is written. A halt is a result."""
+def _finish(results: list[dict[str, Any]], out: Path, gates: Gates | None = None) -> int:
+    """Print a verdict per scenario; an interrupted run, files that could not be written, crashed scenarios or a failed
+    gate end in one sentence on stderr and a non-zero exit status (130, 2, 1, 3: the first that applies), once every
+    file is written. A halt is a result."""
     from dynsteer_hook.llm.judges import cache_sentence
     from dynsteer_hook.logs import use_colour
     from dynsteer_hook.report.run_page import INDEX_HTML, console_table, run_rows, totals
     from dynsteer_hook.report.run_summary import IN_FLIGHT, NOT_STARTED, interruption
+    from dynsteer_hook.toolsandbox.commands.gating import gated_status, row_measures, say_failed, verdicts
 
     colour = use_colour(sys.stdout)
     for r in sorted(results, key=lambda r: r["name"]):
@@ -127,14 +134,16 @@ def _finish(results: list[dict[str, Any]], out: Path) -> int:
         print(f"dynsteer: interrupted: {stopped['finished']} scenario(s) finished, {len(stopped[IN_FLIGHT])} stopped while playing "
               f"(reports marked interrupted), {len(stopped[NOT_STARTED])} not started; summaries in {out}", file=sys.stderr)
         return EXIT_INTERRUPTED
+    judged = verdicts(gates, row_measures(run_rows(results))) if gates is not None else []
     # Files that could not be written (a report the evaluator never made is a crash, said in its verdict).
     faulty = [r["name"] for r in results if (r.get("dynsteer") or {}).get("incomplete_logs") or (r.get("dynsteer") or {}).get("report_error")]
     if faulty:
         first = next(r["dynsteer"] for r in results if r["name"] == faulty[0])
         why = first["report_error"] or first["incomplete_logs"][0]["reason"]
+        say_failed(judged)
         raise OutputError(f"{len(faulty)} scenario(s) could not write all their files ({why}), e.g. {faulty[0]}; "
                           "their results and reports say what is missing; free some space and run them again")
-    return _crash_status(results, out / "result_summary.json")
+    return gated_status(judged, _crash_status(results, out / "result_summary.json"))
 
 
 def _crash_status(results: list[dict[str, Any]], summary: Path, shown: int = 3) -> int:
@@ -167,6 +176,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dynsteer_hook.data import script_argument
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers, otel_shutdown
+    from dynsteer_hook.toolsandbox.commands.gating import gates_of
     from dynsteer_hook.toolsandbox.live.engines import check_engine
     from dynsteer_hook.toolsandbox.live.preflight import check_blueprint_dir, check_script
     from dynsteer_hook.toolsandbox.live.progress import RunProgress
@@ -185,6 +195,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     check_engine(args.engine, args.ray_address)
     if args.otel is not None and args.evaluator != "dynsteer":
         raise DynsteerError("--otel exports what dynsteer judged: drop --evaluator native, or drop --otel")
+    gates = gates_of(args, args.evaluator)
     settings, config = judges_from_args(args, config_from_args(args))
     settings.build()  # a bad model string or a missing key stops the run before it starts
     agent_model, user_model = _role_model(args, "agent"), _role_model(args, "user")
@@ -229,7 +240,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                     ray_address=args.ray_address, progress=progress.finished)
     finally:
         otel_shutdown(options.observers)
-    return _finish(results, out)
+    return _finish(results, out, gates)
 
 
 def _limits(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Any:
