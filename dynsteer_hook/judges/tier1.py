@@ -21,6 +21,11 @@ from dynsteer_hook.judges.steps import CallFacts, Step
 from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
 
 
+UNVERIFIED = "unverified"
+"""A Tier 1 verdict's ``extra`` key: the dimensions resting on a value the rules could not check, which a higher tier, when
+there is one, judges in the same stage."""
+
+
 def _empty(value: Any) -> bool:
     return value is None or value == "" or value == [] or value == {} or value == ()
 
@@ -67,7 +72,9 @@ class Tier1Judge:
             "tool_compliance": self._compliance,
         }
         scores = {d: scorers[d](request, live, calls) for d in request.dimensions if d in scorers}
-        return Verdict(scores=scores, judge=self.name, tier=1)
+        settling = next((c for s in live if s.t == request.settling_t for c in s.calls if c.settled == request.goal.milestone), None)
+        unchecked = ("correctness",) if settling is not None and settling.unverified and "correctness" in scores else ()
+        return Verdict(scores=scores, judge=self.name, tier=1, extra={UNVERIFIED: unchecked} if unchecked else {})
 
     # -- correctness ---------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import structlog
 
 from dynsteer_hook.judges.base import DimensionScore, Judge, JudgeRequest, StageContext, StageGoal, Verdict
 from dynsteer_hook.judges.steps import Step
-from dynsteer_hook.judges.tier1 import Tier1Judge
+from dynsteer_hook.judges.tier1 import UNVERIFIED, Tier1Judge
 from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.model.records import JudgeUsage
 from dynsteer_hook.runtime.policy import base_level, composite, next_levels, update_weights
@@ -76,9 +76,12 @@ class JudgeLadder:
         scores: dict[str, DimensionScore] = {}
         judges: list[str] = []
         degraded: list[str] = []
+        tier1_unverified: set[str] = set()
         for tier in sorted(set(used.values()), reverse=True):
             dims = tuple(d for d in DIMENSIONS if used[d] == tier)
             verdict = self._run(tier, goal, dims, window, context, t)
+            if verdict.tier == 1:
+                tier1_unverified |= set(verdict.extra.get(UNVERIFIED, ()))
             for d in dims:  # a judge that raised was replaced by a lower tier's
                 used[d] = min(used[d], verdict.tier)
             missing = [d for d in dims if d not in verdict.scores]
@@ -93,6 +96,7 @@ class JudgeLadder:
                     used[d] = 1
                     scores[d] = fallback.scores[d]
                 judges.append(fallback.judge)
+        self._second_look(goal, window, context, t, used, scores, judges, degraded, tier1_unverified)
         s = {d: min(1.0, max(0.0, float(scores[d].score))) for d in DIMENSIONS}
         u = {d: min(1.0, max(0.0, float(scores[d].uncertainty))) for d in DIMENSIONS}
         weights_used = dict(self._weights)
@@ -102,6 +106,24 @@ class JudgeLadder:
         self._levels = next_levels(requested, s, u, base, cfg)
         return StageJudgement(requested, used, scores, s, u, stage_score, weights_used, dict(self._weights), dict(self._levels),
                               judges, degraded)
+
+    def _second_look(self, goal: StageGoal, window: list[Step], context: StageContext, t: int, used: dict[str, int],
+                     scores: dict[str, DimensionScore], judges: list[str], degraded: list[str], unverified: set[str]) -> None:
+        """Dimensions Tier 1 scored on a value it could not check climb to the next tier in this very stage, when a judge
+        is configured: a guess never stands where a judge could look."""
+        higher = [x for x in self._tiers if x > 1]
+        dims = tuple(d for d in DIMENSIONS if d in unverified and used[d] == 1)
+        if not higher or not dims:
+            return
+        verdict = self._run(higher[0], goal, dims, window, context, t)
+        if verdict.tier == 1:  # the judge failed and fell back: Tier 1's score stands, and the degradation says why
+            degraded.append(f"tier {higher[0]} ({verdict.judge}): {verdict.degraded}")
+            return
+        judges.append(verdict.judge)
+        for d in dims:
+            if d in verdict.scores:
+                scores[d] = verdict.scores[d]
+                used[d] = verdict.tier
 
     def _run(self, tier: int, goal: StageGoal, dims: tuple[str, ...], window: list[Step], context: StageContext, t: int) -> Verdict:
         request = JudgeRequest(goal=goal, dimensions=dims, steps=tuple(window), context=context, tier=tier, settling_t=t)

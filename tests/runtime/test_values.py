@@ -222,3 +222,22 @@ def test_arguments_only_a_made_up_value_fills_are_the_hazard_whatever_was_shown(
     r = run(bp, [*said, *act("s", "search_reminder", {"creation_timestamp_lowerbound": 1734566400.0}, value=[])])
     assert r.halt is not None and r.halt.stop.reason == "fatal_minefield"
     assert run(bp, [*said, *act("s", "search_reminder", {"content": "tickets"}, value=[])]).halt is None
+
+
+def test_an_unverified_value_is_judged_again_in_the_same_stage_when_a_judge_is_configured() -> None:
+    from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
+    from dynsteer_hook.model.config import EvaluatorConfig
+
+    asked: list[tuple[str, tuple[str, ...]]] = []
+
+    def tier2(request: JudgeRequest) -> Verdict:
+        asked.append((request.goal.milestone, request.dimensions))
+        return Verdict(scores={d: DimensionScore(0.3, 0.9, "the reminder is a week late") for d in request.dimensions},
+                       judge="fake-llm", tier=2)
+
+    r = run(REMIND, _remind(at(2026, 8, 7), clock=False), EvaluatorConfig(max_tier=2), judges={2: tier2})
+    stage = r.report.stages[0]
+    assert asked == [("add", ("correctness",))]
+    assert stage.scores["correctness"] == 0.3 and stage.tiers["correctness"].used == 2
+    r = run(REMIND, _remind(at(2026, 8, 7)), EvaluatorConfig(max_tier=2), judges={2: tier2})
+    assert len(asked) == 1  # a value the rules checked needs no second look
