@@ -43,10 +43,21 @@ def configure_logging(verbose: bool) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from dynsteer_hook.flags import otel_shutdown
+
+    observers: list[RolloutHook] = []
+    try:
+        return _evaluate_command(args, observers)
+    finally:
+        otel_shutdown(observers)  # once the report files are written and the exit status known: telemetry never holds them
+
+
+def _evaluate_command(args: argparse.Namespace, observers: list[RolloutHook]) -> int:
+    """``dynsteer evaluate``; ``observers`` receives the telemetry observers it makes (the caller flushes them)."""
     from dynsteer_hook.files.blueprints import blueprint_argument, load_valid_blueprint
     from dynsteer_hook.files.events import check_events, read_numbered_events
     from dynsteer_hook.files.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
-    from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers, otel_shutdown
+    from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers
     from dynsteer_hook.llm.judges import cache_sentence, judge_cache_stats
     from dynsteer_hook.model.records import IncompleteLog, with_files
     from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_FILES, stage_report
@@ -59,7 +70,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     settings, config = judges_from_args(args, config_from_args(args))
     judges = settings.build()
     check_events(args.events)
-    observers = otel_observers(args, source="evaluate", theta_pass=config.theta_pass, inputs=(args.events, bp_path))
+    observers += otel_observers(args, source="evaluate", theta_pass=config.theta_pass, inputs=(args.events, bp_path))
     out = Path(args.report)
     check_output_dir(out, "--report", REPORT_FILES)
     create_dir(out, "--report")
@@ -74,11 +85,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         with sink:
             evaluator = Evaluator(bp, config, sink=sink, judges=judges)
             lines = LineIndex()
-            try:
-                report = _evaluate_events(evaluator, read_numbered_events(args.events), lines, bp.task or Path(args.events).stem,
-                                          args.blueprint.name, observers)
-            finally:
-                otel_shutdown(observers)
+            report = _evaluate_events(evaluator, read_numbered_events(args.events), lines, bp.task or Path(args.events).stem,
+                                      args.blueprint.name, observers)
         gap = IncompleteLog(file=AUDIT_LOG, from_record=sink.records, reason=sink.error) if sink.error else None
         report = with_files(report, incomplete_logs=(gap,) if gap else ())
         try:

@@ -227,9 +227,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         with RunProgress(len(scenarios)) as progress:
             results = run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
                                     ray_address=args.ray_address, progress=progress.finished)
+        return _finish(results, out)
     finally:
-        otel_shutdown(options.observers)
-    return _finish(results, out)
+        otel_shutdown(options.observers)  # once every file is written and the verdicts told: telemetry never holds them
 
 
 def _limits(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Any:
