@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dynsteer_hook import stop_signals
 from dynsteer_hook.model.errors import DynsteerError, Halt, OutputError
 
 if TYPE_CHECKING:
@@ -285,14 +286,15 @@ def _detach_stdout() -> None:
 
 
 def _ignore_interrupts() -> None:
-    """From here on a Ctrl-C changes nothing: the command has its exit status, and only the exit is left.
+    """From here on a Ctrl-C (or SIGTERM, SIGHUP) changes nothing: the command has its exit status, and only the exit is left.
 
     Python raises ``KeyboardInterrupt`` wherever the signal lands; after ``main`` returned (in the console
     script's ``sys.exit``, or while the interpreter shuts down) nothing could catch it, and the process would
     end with a traceback, killed by SIGINT, whatever it wrote.
     """
-    with contextlib.suppress(ValueError):  # not the main thread, which alone receives signals: nothing to guard
-        signal.signal(signal.SIGINT, _noted)
+    for signum in stop_signals.taken():
+        with contextlib.suppress(ValueError):  # not the main thread, which alone receives signals: nothing to guard
+            signal.signal(signum, _noted)
 
 
 def _noted(signum: int, frame: FrameType | None) -> None:
@@ -303,12 +305,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dynsteer`` console script (``argv`` None: the process's own command line).
 
     Ctrl-C at any point of a command, reading the command line included, ends it with one line on
-    stderr and exit status 130. Called as the process's entry point, a Ctrl-C after the command
-    is over changes nothing (``_ignore_interrupts``).
+    stderr and exit status 130; called as the process's entry point, SIGTERM and SIGHUP do the same,
+    with exit status 143 and 129 (``stop_signals``), and a Ctrl-C after the command is over changes
+    nothing (``_ignore_interrupts``).
     """
     program = argv is None
+    stop_signals.forget()  # a command called again in the same process starts without the last one's signal
     if program:
         _one_polars_thread()
+        stop_signals.take_all()
     try:
         code = _main(sys.argv[1:] if argv is None else argv)
         if program:
@@ -321,8 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         if program:
             _ignore_interrupts()
-        print("dynsteer: interrupted; files written so far are kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"dynsteer: interrupted{stop_signals.by_whom()}; files written so far are kept", file=sys.stderr)
+        return stop_signals.exit_status()
 
 
 def _one_polars_thread() -> None:

@@ -9,10 +9,11 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Literal
 
+from dynsteer_hook import stop_signals
 from dynsteer_hook.model.errors import DynsteerError, OutputError
 
 EXIT_CRASHED = 1  # a scenario crashed: everything was written, but the run is not a result to trust
-EXIT_INTERRUPTED = 130
+EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP give 143 and 129 (``stop_signals.exit_status``)
 
 
 def add_run_parser(sub: Any, *, flags: bool = True) -> None:
@@ -124,9 +125,10 @@ def _finish(results: list[dict[str, Any]], out: Path) -> int:
     sys.stdout.flush()
     stopped = interruption(results)
     if stopped is not None:
-        print(f"dynsteer: interrupted: {stopped['finished']} scenario(s) finished, {len(stopped[IN_FLIGHT])} stopped while playing "
-              f"(reports marked interrupted), {len(stopped[NOT_STARTED])} not started; summaries in {out}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"dynsteer: interrupted{stop_signals.by_whom()}: {stopped['finished']} scenario(s) finished, {len(stopped[IN_FLIGHT])} "
+              f"stopped while playing (reports marked interrupted), {len(stopped[NOT_STARTED])} not started; summaries in {out}",
+              file=sys.stderr)
+        return stop_signals.exit_status()
     # Files that could not be written (a report the evaluator never made is a crash, said in its verdict).
     faulty = [r["name"] for r in results if (r.get("dynsteer") or {}).get("incomplete_logs") or (r.get("dynsteer") or {}).get("report_error")]
     if faulty:
@@ -310,9 +312,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print(f"  {r['name']}: {_verdict(r, colour)}")
         stopped = interruption(results)
         if stopped is not None:
-            print(f"dynsteer: interrupted during the {label} agent; its summaries and every report written so far are in {out}",
-                  file=sys.stderr)
-            return EXIT_INTERRUPTED
+            print(f"dynsteer: interrupted{stop_signals.by_whom()} during the {label} agent; its summaries and every report written "
+                  f"so far are in {out}", file=sys.stderr)
+            return stop_signals.exit_status()
     sys.stdout.flush()
     return _crash_status(played, base / "<agent>" / "result_summary.json")
 

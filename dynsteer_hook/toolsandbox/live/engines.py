@@ -10,15 +10,18 @@ looks like (``stopped``). Locally, workers then start with Ctrl-C ignored and in
 ``InterruptControl`` first thing; the parent forwards a first Ctrl-C to them and keeps collecting
 what they return (an interrupted scenario comes back as a result too), then closes and joins the
 pool so that workers exit on their own and clean up after themselves; a second Ctrl-C stops the
-wait and terminates them. On Ray, Ctrl-C stops the wait and cancels the tasks not yet returned.
-Other jobs (replays) simply stop at Ctrl-C.
+wait and kills them (they take SIGTERM as Ctrl-C, so the pool's own terminate would not end them).
+SIGTERM and SIGHUP count as Ctrl-C throughout (``interrupts``). On Ray, Ctrl-C stops the wait and
+cancels the tasks not yet returned. Other jobs (replays) simply stop at Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
+import signal
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from typing import Any, Literal, TypeVar
@@ -54,9 +57,9 @@ def _call(worker: Callable[[Any], Any], job: Any) -> Any:
     return worker(job)
 
 
-def _init_interruptible_worker(shared: Any) -> None:
+def _init_interruptible_worker(shared: Any, signals: tuple[int, ...]) -> None:
     _quiet_logs()
-    interrupts.init_worker(shared)
+    interrupts.init_worker(shared, signals)
 
 
 def _ray() -> Any:
@@ -125,9 +128,11 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
             yield from _told((worker(job) for job in jobs), tell)
         return
     ctx = multiprocessing.get_context("spawn")
-    stop = ctx.Event()
-    with interrupts.ignoring_interrupts():  # workers start deaf to Ctrl-C until their control is in place
-        pool = ctx.Pool(min(processes, len(jobs)), initializer=_init_interruptible_worker, initargs=(stop,))
+    # Workers, and the resource tracker the stop event starts, begin deaf to Ctrl-C (and SIGTERM, SIGHUP) until their
+    # control is in place: a signal to the whole process group then reaches only processes ready for it.
+    with interrupts.ignoring_interrupts() as signals:
+        stop = ctx.Event()
+        pool = ctx.Pool(min(processes, len(jobs)), initializer=_init_interruptible_worker, initargs=(stop, signals))
     came: dict[int, R] = {}
     with interrupts.ParentControl(stop).installed():
         try:
@@ -137,9 +142,9 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
                 tell(r)
             pool.close()  # workers then exit on their own, cleaning up after themselves (terminate would not)
         except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, keep what came back
-            pool.terminate()
+            _end(pool)
         except BaseException:
-            pool.terminate()
+            _end(pool)
             raise
         finally:
             pool.join()
@@ -150,6 +155,15 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
             given_up = stopped(job)
             tell(given_up)
             yield given_up
+
+
+def _end(pool: Any) -> None:
+    """Stop the pool's workers now: killed, since they take the SIGTERM of the pool's own terminate as a Ctrl-C."""
+    for child in multiprocessing.active_children():
+        if child.pid is not None:
+            with contextlib.suppress(ProcessLookupError):  # it ended meanwhile
+                os.kill(child.pid, signal.SIGKILL)
+    pool.terminate()
 
 
 def _numbered(worker: Callable[[J], R], item: tuple[int, J]) -> tuple[int, R]:
