@@ -249,6 +249,38 @@ def test_run_on_a_full_disk_is_one_sentence_and_tears_nothing(tmp_path: Path) ->
 # ---- Ctrl-C --------------------------------------------------------------------------------------------------------
 
 
+def _signalled(llm_server: FakeLLMServer, tmp_path: Path, names: list[str], processes: int, to_group: bool, sig: signal.Signals,
+               times: int = 1) -> tuple[subprocess.Popen[str], str, str]:
+    """``dynsteer run`` of ``names`` whose agents wait on their model, sent ``sig`` ``times`` (to the parent or to its
+    whole process group) once ``processes`` agents are waiting; the process, its stdout and its stderr."""
+    import time
+
+    llm_server.script(*[Reply(content="Let me think.", delay=120)] * len(names))
+    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "dynsteer_hook.cli", "run", "--agent", LITELLM, "--agent-model", "openai/fake-agent",
+         "--agent-api-base", llm_server.url, "--user", "Scripted", "--script", str(_silent_user(tmp_path, *names)),
+         "-s", *names, "-p", str(processes), "-o", str(tmp_path / "out")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while llm_server.in_flight < processes:
+            assert proc.poll() is None and time.monotonic() < deadline, "the agents never called their model"
+            time.sleep(0.05)
+        for _ in range(times):
+            if to_group:
+                os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C (or its closing) does
+            else:
+                os.kill(proc.pid, sig)
+            time.sleep(0.05)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    return proc, out, err
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("processes", "to_group", "sig"),
@@ -265,29 +297,7 @@ def test_ctrl_c_ends_in_flight_scenarios_as_interrupted_and_writes_the_summaries
     (JSON and Markdown) and marked interrupted, the queued ones not started, and both summaries and the run page written
     with the interruption recorded."""
     names = [A, B, C]
-    llm_server.script(*[Reply(content="Let me think.", delay=120)] * 3)
-    env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "dynsteer_hook.cli", "run", "--agent", LITELLM, "--agent-model", "openai/fake-agent",
-         "--agent-api-base", llm_server.url, "--user", "Scripted", "--script", str(_silent_user(tmp_path, *names)),
-         "-s", *names, "-p", str(processes), "-o", str(tmp_path / "out")],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
-    )
-    try:
-        import time
-
-        deadline = time.monotonic() + 300
-        while llm_server.in_flight < processes:
-            assert proc.poll() is None and time.monotonic() < deadline, "the agents never called their model"
-            time.sleep(0.05)
-        if to_group:
-            os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C (or its closing) does
-        else:
-            os.kill(proc.pid, sig)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
+    proc, out, err = _signalled(llm_server, tmp_path, names, processes, to_group, sig)
     assert proc.returncode == 128 + sig, err
     assert "Traceback" not in err and "leaked" not in err and "BrokenPipeError" not in err, err
     by = "" if sig == signal.SIGINT else f" by {sig.name}"
@@ -311,6 +321,22 @@ def test_ctrl_c_ends_in_flight_scenarios_as_interrupted_and_writes_the_summaries
     for name in stopped["not_started"]:
         assert not (run / "trajectories" / name).exists() and f"{name}: interrupted before it started" in out
     assert not list(run.rglob("*.tmp"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("to_group", [pytest.param(False, id="to_the_parent"), pytest.param(True, id="to_the_group")])
+def test_a_second_sigterm_stops_waiting_for_the_workers_and_still_writes_the_summaries(
+    to_group: bool, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    """Two SIGTERMs in a row to `dynsteer run -p 2`: the second ends the workers (which take SIGTERM as Ctrl-C until the
+    parent gives up on them) and the wait, whenever it lands (even while the workers exit); the summaries and the page are
+    written and the exit status is 143, with no traceback."""
+    proc, _, err = _signalled(llm_server, tmp_path, [A, B, C], 2, to_group, signal.SIGTERM, times=2)
+    assert proc.returncode == 143 and "Traceback" not in err, err
+    lines = [x for x in err.splitlines() if x.strip() and not PROGRESS.match(x) and "leaked semaphore" not in x and "warnings.warn" not in x]
+    assert len(lines) == 1 and lines[0].startswith("dynsteer: interrupted by SIGTERM: 0 scenario(s) finished, "), err
+    run = _only_dir(tmp_path / "out")
+    assert {"result_summary.json", "dynsteer_summary.json", "index.html"} <= {p.name for p in run.iterdir()}
 
 
 # ---- demo --------------------------------------------------------------------------------------------------------

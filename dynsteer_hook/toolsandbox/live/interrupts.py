@@ -132,16 +132,20 @@ def ignoring_interrupts() -> Iterator[tuple[int, ...]]:
 
 class ParentControl:
     """The pool parent's Ctrl-C: the first sets the stop event and is forwarded to the workers (as SIGINT, whichever
-    signal came), a second stops the wait."""
+    signal came), a second stops the wait (once; later ones are only noted)."""
 
     def __init__(self, shared: Any) -> None:
         self.requested = False
+        self.given_up = False
         self._shared = shared
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         stop_signals.note(signum)
         if self.requested:
-            raise KeyboardInterrupt
+            if not self.given_up:  # once: giving up on the workers is not cut short in turn
+                self.given_up = True
+                raise KeyboardInterrupt
+            return
         self.requested = True
         self._shared.set()
         for child in multiprocessing.active_children():
