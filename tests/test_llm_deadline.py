@@ -148,7 +148,7 @@ def test_a_trickling_judge_degrades_to_tier_1_with_the_timeout_recorded(llm_serv
     assert report["judge_usage"]["degraded"] >= 1 and report["outcome"] == "completed"
 
 
-class _Stopped(Exception):
+class _StoppedError(Exception):
     """Raised by the test's signal handler."""
 
 
@@ -170,13 +170,13 @@ def test_a_signal_the_kernel_hands_to_the_attempts_thread_still_reaches_the_wait
         signal.pthread_kill(attempt[0], signal.SIGUSR1)
 
     def stopped(signum: int, frame: Any) -> None:
-        raise _Stopped
+        raise _StoppedError
 
     previous = signal.signal(signal.SIGUSR1, stopped)
     try:
         threading.Thread(target=signal_the_attempt, daemon=True).start()
         start = time.monotonic()
-        with pytest.raises(_Stopped):
+        with pytest.raises(_StoppedError):
             run_with_deadline(slow, 20)
         assert time.monotonic() - start < 3
     finally:
