@@ -69,6 +69,11 @@ class InterruptControl:
         finally:
             self._armed = False
 
+    def disarm(self) -> None:
+        """The rollout is over before its armed block ends (ToolSandbox evaluates it next): a Ctrl-C from here on is
+        only noted, for what follows to look at."""
+        self._armed = False
+
     def hold(self) -> None:
         """Enter a section that Ctrl-C must not cut (sections nest)."""
         self._held += 1
