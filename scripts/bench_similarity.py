@@ -22,6 +22,7 @@ which it sets unless given).
     python scripts/bench_similarity.py --cases parallel --calls 200
     python scripts/bench_similarity.py --cases looping_agent --mode views   # one way only, to time whole processes
     python scripts/bench_similarity.py --runs RUN_DIR [RUN_DIR ...]     # recorded ToolSandbox run folders instead
+    python scripts/bench_similarity.py --runs RERUN_DIR/live            # the contexts a rerun of recordings played
 """
 
 from __future__ import annotations
@@ -147,8 +148,20 @@ def _recorded(measure: Measure, runs: list[Path]) -> None:
         measure.case = run.name
         for result in summary["per_scenario_results"]:
             name = result["name"]
-            scenario = load_scenarios([name])[name]
+            task = _task(run, name)
+            scenario = load_scenarios([task])[task]
             measure.evaluate(scenario.evaluation, load_recording(run, name, result).context, scenario.max_messages, scenario=name)
+
+
+def _task(run: Path, name: str) -> str:
+    """The scenario a recorded result played: its dynsteer report's task (a rerun names its results after the recording,
+    ``<scenario>__<record>``), else the result's name (ToolSandbox's own run folders)."""
+    report = run / "trajectories" / name / "dynsteer_report.json"
+    if report.is_file():
+        task = json.loads(report.read_text(encoding="utf-8")).get("task")
+        if isinstance(task, str) and task:
+            return task
+    return name
 
 
 def main() -> int:

@@ -7,8 +7,14 @@ builds two database views through polars (``ExecutionContext.get_database``). Th
 the same at every node, so the views are too: ``SnapshotViews`` hands ToolSandbox's evaluation
 a view of the played context that computes each view once per arguments and hands the same
 frame back after that (polars frames are never changed in place, and ToolSandbox's similarity
-functions only derive new ones, so the result is bit-identical). A looping agent's 14 turns
-then cost 2.5-4 s instead of 23-26 s (``scripts/bench_similarity.py``).
+functions only derive new ones, so the result is bit-identical). A view asked at a message where its
+database did not change since an earlier one is the earlier view itself (ToolSandbox's ``get_database``
+returns the most recent snapshot at or before the message asked): the same frame. And each of a
+milestone's constraints is computed once per pair of frames (``_Shared``), not once per pair of
+message indices: a looping agent whose failing calls change nothing has a handful of distinct
+snapshots among dozens of messages. The result stays bit-identical (the constraint functions are
+pure functions of the frames they get), and the looping agent's 14 turns cost about a second
+instead of 23-26 s (``scripts/bench_similarity.py``).
 
 The search still grows with the conversation (a turn of 100 parallel calls on a scenario of four
 milestones: 65 s instead of 156 s; of 1,000: more than ten minutes), so it has a budget (``SimilarityOptions.budget``, ``--similarity-budget``). Past it,
@@ -37,7 +43,13 @@ import networkx
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.live.interrupts import InterruptControl
 
-from tool_sandbox.common.evaluation import Evaluation, EvaluationResult, MilestoneMatcher, get_effective_turn_count
+from tool_sandbox.common.evaluation import (
+    Evaluation,
+    EvaluationResult,
+    MilestoneMatcher,
+    get_effective_turn_count,
+    guardrail_similarity,
+)
 from tool_sandbox.common.execution_context import DatabaseNamespace, ExecutionContext
 from tool_sandbox.common.scenario import Scenario
 
@@ -123,14 +135,27 @@ class SnapshotViews:
         self._context = context
         self._deadline = deadline
         self._views: dict[tuple[Any, ...], Any] | None = {} if cache else None
+        self._targets: dict[tuple[Any, int], int] = {}
         self.computed = 0
 
+    def _snapshot(self, namespace: Any, index: int) -> int:
+        """The message index of the snapshot ``get_database`` returns for ``index``: the most recent one at or before it."""
+        key = (namespace, index)
+        found = self._targets.get(key)
+        if found is None:
+            found = self._targets[key] = self._context.get_most_recent_snapshot_sandbox_message_index(namespace, index)
+        return found
+
     def get_database(self, *args: Any, **kwargs: Any) -> Any:
-        """``ExecutionContext.get_database``, computed once per arguments (the frame is shared: nobody changes it)."""
+        """``ExecutionContext.get_database``, computed once per snapshot (the frame is shared: nobody changes it)."""
         self._deadline.check()
         if self._views is None:
             self.computed += 1
             return self._context.get_database(*args, **kwargs)
+        index = kwargs.get("sandbox_message_index")
+        if not args and isinstance(index, int) and not kwargs.get("get_all_history_snapshots", False) and "namespace" in kwargs:
+            # One snapshot answers every message up to the next change of its database: ask for that snapshot's own index.
+            kwargs = {**kwargs, "sandbox_message_index": self._snapshot(kwargs["namespace"], index)}
         key = (args, tuple(sorted(kwargs.items())))  # ToolSandbox spells each request the same way every time
         found = self._views.get(key)
         if found is None:
@@ -155,12 +180,54 @@ class _TimedGraph(networkx.DiGraph):
         return made
 
 
-def _timed(matcher: MilestoneMatcher, deadline: Deadline) -> MilestoneMatcher:
-    """A shallow copy of ``matcher`` whose milestone graph looks at ``deadline`` (the scenario's matcher is untouched)."""
+_MISSING = object()
+
+
+class _Shared:
+    """A snapshot constraint's function computed once per pair of frames it is given (by identity: ``SnapshotViews``
+    hands the same frame for the same snapshot, and keeps every frame alive while the evaluation lasts)."""
+
+    def __init__(self, function: Callable[..., float]) -> None:
+        self._function = function
+        self._memo: dict[tuple[int, int], float] = {}
+
+    def __call__(self, *, snapshot: Any, reference_snapshot: Any = None, **kwargs: Any) -> float:
+        key = (id(snapshot), id(reference_snapshot))
+        found = self._memo.get(key, _MISSING)
+        if found is _MISSING:
+            found = self._memo[key] = self._function(snapshot=snapshot, reference_snapshot=reference_snapshot, **kwargs)
+        return found  # type: ignore[return-value]
+
+
+def _shared(milestone: Any) -> Any:
+    """A shallow copy of ``milestone`` whose constraints compute once per pair of frames (the milestone is untouched).
+
+    Guardrails stay as they are: ToolSandbox tells them from the other constraints by the identity of their function
+    (``snapshot_constraint is not guardrail_similarity``) and leaves them out of the geometric mean's count; a wrapped
+    guardrail would be counted, and every similarity between 0 and 1 would come out higher.
+    """
+    made = copy.copy(milestone)
+    constraints = []
+    for constraint in milestone.snapshot_constraints:
+        if constraint.snapshot_constraint is guardrail_similarity:
+            constraints.append(constraint)
+            continue
+        twin = copy.copy(constraint)
+        twin.snapshot_constraint = _Shared(constraint.snapshot_constraint)
+        constraints.append(twin)
+    made.snapshot_constraints = constraints
+    return made
+
+
+def _timed(matcher: MilestoneMatcher, deadline: Deadline, *, shared: bool = False) -> MilestoneMatcher:
+    """A shallow copy of ``matcher`` whose milestone graph looks at ``deadline`` and, when ``shared``, whose milestones
+    compute each constraint once per pair of frames (the scenario's matcher is untouched)."""
     timed = copy.copy(matcher)
     graph = _TimedGraph(matcher.milestone_dag)
     graph.deadline = deadline
     timed.milestone_dag = graph
+    if shared:
+        timed.milestones = [_shared(m) for m in matcher.milestones]
     return timed
 
 
@@ -173,8 +240,8 @@ def evaluate(evaluation: Evaluation, context: ExecutionContext, max_turn_count: 
     """
     deadline = Deadline(options.budget, control)
     bounded = copy.copy(evaluation)
-    bounded.milestone_matcher = _timed(evaluation.milestone_matcher, deadline)
-    bounded.minefield_matcher = _timed(evaluation.minefield_matcher, deadline)
+    bounded.milestone_matcher = _timed(evaluation.milestone_matcher, deadline, shared=options.cache)
+    bounded.minefield_matcher = _timed(evaluation.minefield_matcher, deadline, shared=options.cache)
     views = SnapshotViews(context, deadline, cache=options.cache)
     try:
         return bounded.evaluate(execution_context=views, max_turn_count=max_turn_count)  # a view of the context, duck-typed

@@ -86,6 +86,34 @@ def test_views_computed_once_per_snapshot_leave_the_similarity_bit_identical(sce
     assert _bits(views) == _bits(plain)
 
 
+PARTIAL = [
+    # the message sent with other words: ToolSandbox's similarity lies between 0 and 1, where the geometric mean's count
+    # of constraints (guardrails left out) shows in every digit
+    [{"tool_calls": [{"name": "set_cellular_service_status", "arguments": {"on": True}}]},
+     {"tool_calls": [{"name": "search_contacts", "arguments": {"name": "Fredrik Thordendal"}}]},
+     {"tool_calls": [{"name": "send_message_with_phone_number",
+                      "arguments": {"phone_number": "+12453344098", "content": "How is the record going, Fredrik?"}}]},
+     {"say": "Sent."}],
+    # the right message, then the cellular service turned off again after it (a guardrail's database changed)
+    [{"tool_calls": [{"name": "set_cellular_service_status", "arguments": {"on": True}}]},
+     {"tool_calls": [{"name": "search_contacts", "arguments": {"name": "Fredrik Thordendal"}}]},
+     {"tool_calls": [{"name": "send_message_with_phone_number",
+                      "arguments": {"phone_number": "+12453344098", "content": "How's the new album coming along"}}]},
+     {"tool_calls": [{"name": "set_cellular_service_status", "arguments": {"on": False}}]},
+     {"say": "Sent."}],
+]
+
+
+@pytest.mark.parametrize("agent", PARTIAL, ids=["other_words", "state_changed_after"])
+def test_a_similarity_between_0_and_1_is_bit_identical_too(scenarios: dict[str, Any], agent: list[dict[str, Any]]) -> None:
+    """Rollouts ToolSandbox scores strictly between 0 and 1 (the shipped scripts score 0 or 1, where a constraint counted
+    too many or too few leaves the geometric mean unchanged): the same result bit for bit."""
+    context = _context(scenarios[B], B, agent)
+    plain, views = _both_ways(scenarios[B], context)
+    assert plain.similarity is not None and 0.0 < plain.similarity < 1.0, plain.similarity
+    assert _bits(views) == _bits(plain)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("name", script_names("looping_agent"))
 def test_the_looping_agents_14_turns_are_evaluated_bit_identically_and_several_times_faster(scenarios: dict[str, Any],
