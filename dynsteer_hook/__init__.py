@@ -49,13 +49,14 @@ if TYPE_CHECKING:
     from dynsteer_hook.report.writer import write_report
     from dynsteer_hook.runtime.clock import ClosedAction, DualClock
     from dynsteer_hook.runtime.evaluator import Evaluator
-    from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopDecision, StopRule
+    from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, ActionFacts, StopContext, StopDecision, StopRule, default_stop_rules
 
 __version__ = "0.1.0"
 
 # Each public name and the module that defines it.
 _HOMES: dict[str, str] = {
     "AGENT_MESSAGE_TOOL": "dynsteer_hook.model.blueprint",
+    "ActionFacts": "dynsteer_hook.runtime.stop_rules",
     "AgentMessage": "dynsteer_hook.model.events",
     "ArgPredicate": "dynsteer_hook.model.predicates",
     "AuditSink": "dynsteer_hook.model.records",
@@ -107,6 +108,7 @@ _HOMES: dict[str, str] = {
     "load_blueprint": "dynsteer_hook.files.blueprints",
     "parse_blueprint": "dynsteer_hook.model.blueprint",
     "read_events": "dynsteer_hook.files.events",
+    "default_stop_rules": "dynsteer_hook.runtime.stop_rules",
     "render_markdown": "dynsteer_hook.report.markdown",
     "save_blueprint": "dynsteer_hook.files.blueprints",
     "validate_blueprint": "dynsteer_hook.model.contract",
@@ -118,6 +120,7 @@ __all__ = [
     "AGENT_MESSAGE_TOOL",
     "DEFAULT_STOP_RULES",
     "DIMENSIONS",
+    "ActionFacts",
     "AgentMessage",
     "ArgPredicate",
     "AuditSink",
@@ -164,6 +167,7 @@ __all__ = [
     "Verdict",
     "build_consensus",
     "compile_blueprint",
+    "default_stop_rules",
     "load_blueprint",
     "parse_blueprint",
     "read_events",

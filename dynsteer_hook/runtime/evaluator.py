@@ -9,12 +9,13 @@ raises ``Halt`` inside the caller's loop. ``finish()`` returns the report.
 The class orchestrates; each job has a module of its own: the blueprint's look-ups
 (``index``), interception of calls as they are issued (``interception``), matching and
 windows (``settlement``, ``windows``), the judge ladder with its usage accounting
-(``ladder``), the counters the stop rules read (``counters``), the faulty steps
+(``ladder``), the stop rules, each keeping its own counts (``stop_rules``), the faulty steps
 (``faults``), the judging of a settled stage (``stages``), and the pieces of the report (``reporting``).
 """
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import logging
@@ -33,7 +34,6 @@ from dynsteer_hook.model.errors import BlueprintError, Halt
 from dynsteer_hook.model.events import Event, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.model.records import AuditSink, Report, StageRecord, StepRecord, StopRecord, TraceFaultRecord, conclude
 from dynsteer_hook.runtime.clock import CallOutcome, ClosedAction, DualClock
-from dynsteer_hook.runtime.counters import RunCounters
 from dynsteer_hook.runtime.faults import CallRules, Fault, FaultLedger, first_error
 from dynsteer_hook.runtime.grounding import TextGrounding
 from dynsteer_hook.runtime.identifiers import emptied_fields, ungrounded_values, user_requested
@@ -43,7 +43,7 @@ from dynsteer_hook.runtime.ladder import JudgeLadder
 from dynsteer_hook.runtime.reporting import pending_fields, stage_error, step_record, tail_record
 from dynsteer_hook.runtime.settlement import Settlement
 from dynsteer_hook.runtime.stages import StageJudge
-from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, StopContext, StopRule
+from dynsteer_hook.runtime.stop_rules import ActionFacts, Outcome, RuleLike, StopContext, StopRule, as_rule, default_stop_rules
 from dynsteer_hook.runtime.transcript import TranscriptRecorder
 from dynsteer_hook.runtime.values import ValueChecks, clock_reading
 
@@ -70,7 +70,8 @@ class Evaluator:
         blueprint: The milestone DAG; it must pass contract validation.
         config: Thresholds and rates; defaults documented on ``EvaluatorConfig``.
         judges: Judge per tier; Tier 1 rules are added when missing.
-        stop_rules: Closed-action stop criteria, checked in order.
+        stop_rules: Closed-action stop criteria, checked in order (default: ``default_stop_rules()``); the evaluator
+            works on its own copy of each, so one list serves many runs.
         sink: Receives audit records as they happen.
     """
 
@@ -80,7 +81,7 @@ class Evaluator:
         config: EvaluatorConfig | None = None,
         *,
         judges: Mapping[int, Judge] | None = None,
-        stop_rules: Sequence[StopRule] | None = None,
+        stop_rules: Sequence[RuleLike] | None = None,
         sink: AuditSink | None = None,
     ) -> None:
         violations = validate_blueprint(blueprint, None, blueprint.task or "blueprint")
@@ -88,7 +89,8 @@ class Evaluator:
             raise BlueprintError(f"blueprint is not valid: {violations[0]}; fix it before evaluating")
         self.blueprint = blueprint
         self.config = config or EvaluatorConfig()
-        self._stop_rules = tuple(stop_rules if stop_rules is not None else DEFAULT_STOP_RULES)
+        self._stop_rules: tuple[StopRule, ...] = (default_stop_rules() if stop_rules is None
+                                                  else tuple(copy.deepcopy(as_rule(r)) for r in stop_rules))
         self._sink = sink
         self._index = BlueprintIndex(blueprint)
         self._clock = DualClock()
@@ -97,7 +99,6 @@ class Evaluator:
         self._interceptor = Interceptor(self._index, self._grounding, self._user_words)
         self._settlement = Settlement(self._index, self._grounding)
         self._ladder = JudgeLadder(self.config, judges)
-        self._counters = RunCounters()
         self._faults = FaultLedger()
         self._rules = CallRules(self._faults, set(self._index.tool_owners))
         self._stage_judge = StageJudge(blueprint.task, self.config, self._index, self._settlement, self._grounding, self._ladder, self._faults)
@@ -180,7 +181,8 @@ class Evaluator:
             if isinstance(event, UserMessage):
                 self._user_words.add(event.content)
                 self._values.user(event.content)
-                self._counters.user_said(event.content)
+                for rule in self._stop_rules:
+                    rule.user_said(event.content)
         elif isinstance(event, ToolCall):
             if event.actor == "agent":
                 hit = self._interceptor.issued(event, self._clock.t + 1)
@@ -276,6 +278,7 @@ class Evaluator:
         had_ready = settlement.tracker.has_ready()
         taken: set[str] = set()
         facts: list[CallFacts] = []
+        outcomes: list[Outcome] = []
         settled_now: list[str] = []
         version = self._rules.version
         # Parallel calls are matched in an order of their own, so the milestones they settle and the
@@ -288,7 +291,7 @@ class Evaluator:
             facts.append(c)
             sig = signature(c.tool, c.arguments if c.arguments is not None else {"\x00raw": c.raw_arguments})
             fault = self._rules.call(c, sig, t, version, self._index.owned(c.tool, c.canonical_tool))
-            self._counters.outcome(sig, c.ok, c.k_call, t, fault.detail if fault is not None else c.tool)
+            outcomes.append(Outcome(sig, c.ok, c.k_call, fault.detail if fault is not None else c.tool))
         facts.sort(key=lambda c: c.k_call)
         settled_now.sort(key=lambda m: self._index.order[m])
         self._rules.action_done(changed=bool(action.state_changes))
@@ -310,23 +313,26 @@ class Evaluator:
         record = step_record(step)
         settlement.log.append(step, record)
         self._emit({"type": "step", **{f.name: getattr(record, f.name) for f in _STEP_FIELDS}})
-        self._counters.calls(facts, t)
         settlement.settle(settled_now, t, facts)
-        # Every stage the action settled is judged, in blueprint order, and each reaches the stop rules
-        # with the low-score streak as it stood after it.
-        judged: list[tuple[StageRecord | None, int]] = []
+        # Every stage the action settled is judged, in blueprint order, and each reaches the stop rules.
+        judged: list[StageRecord] = []
         for m in settled_now:
             stage = self._stage_judge.judge(m, step)
             self._stages.append(stage)
             self._emit({"type": "stage", **stage.model_dump()})
-            judged.append((stage, self._counters.stage(stage.composite, self.config.theta_fail)))
-        self._counters.action(settled=bool(settled_now), message=action.message.content if action.message else None,
-                              calls=bool(action.calls), had_ready=had_ready, k_start=action.k_start, t=t,
-                              idle=any(not c.ok or c.repeated_of is not None for c in facts))
+            judged.append(stage)
+        told = ActionFacts(k_start=action.k_start, t=t, config=self.config, calls=tuple(facts), outcomes=tuple(outcomes),
+                           message=action.message.content if action.message else None, settled=tuple(settled_now),
+                           stages=tuple(judged), had_ready=had_ready)
+        for rule in self._stop_rules:
+            rule.closed(told)
         settlement.log.release()
         if check_stops:
-            for stage_record, streak in judged or [(None, self._counters.low_streak)]:
-                self._check_stop_rules(stage_record, streak)
+            if judged:
+                for i, stage_record in enumerate(judged):
+                    self._check_stop_rules(told, stage_record, i)
+            else:
+                self._check_stop_rules(told, None, None)
 
     def _call_facts(self, o: CallOutcome, action: ClosedAction, taken: set[str]) -> CallFacts:
         """Everything the rules and judges need to know about one call of a closed action."""
@@ -378,7 +384,7 @@ class Evaluator:
 
     # -- stopping ------------------------------------------------------------------
 
-    def _check_stop_rules(self, stage: StageRecord | None, low_streak: int) -> None:
+    def _check_stop_rules(self, action: ActionFacts, stage: StageRecord | None, index: int | None) -> None:
         frontier = self._settlement.tracker.snapshot()
         weakest = first_cited = None
         if stage is not None:
@@ -392,16 +398,16 @@ class Evaluator:
             config=self.config,
             frontier=frontier,
             frontier_anchor=self._index.anchor_of(frontier, self._settlement.settled_order),
+            action=action,
+            stage_index=index,
             stage_milestone=stage.milestone if stage else None,
             stage_anchor=stage.window.anchor if stage else None,
             stage_score=stage.composite if stage else None,
             stage_weakest=weakest,
             stage_first_cited=first_cited,
-            low_streak=low_streak,
-            **self._counters.stop_fields(),
         )
         for rule in self._stop_rules:
-            decision = rule(ctx)
+            decision = rule.decide(ctx)
             if decision is not None:
                 fault = None
                 if decision.blamed is not None:  # a stop rule blames the step its streak began at

@@ -1,16 +1,12 @@
-"""The run counters (runtime/counters.py) name the same most-failed identical call as a pass over every failing call: the
+"""The failing-call counts (runtime/counters.py) name the same most-failed identical call as a pass over every failing call: the
 highest count, the earliest to start failing on ties, its latest detail; a success or a settled milestone drops counts."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dynsteer_hook.runtime.counters import RunCounters
-
-REPEATED = ("repeated_failures", "repeated_failure_since", "repeated_failure_detail")
+from dynsteer_hook.runtime.counters import FailingCalls
 
 
 class PassOverAll:
@@ -26,11 +22,10 @@ class PassOverAll:
         n, since, _ = self.failing.get(sig, (0, (k, t), ""))
         self.failing[sig] = (n + 1, since, detail)
 
-    def fields(self) -> dict[str, Any]:
+    def worst(self) -> tuple[int, tuple[int, int], str] | None:
         if not self.failing:
-            return {}
-        n, since, detail = max(self.failing.values(), key=lambda v: (v[0], -v[1][0]))
-        return {"repeated_failures": n, "repeated_failure_since": since, "repeated_failure_detail": detail}
+            return None
+        return max(self.failing.values(), key=lambda v: (v[0], -v[1][0]))
 
 
 # A few calls, so that they fail again, succeed, and start failing again; a settled milestone now and then.
@@ -44,22 +39,23 @@ STEP = st.one_of(
 @given(st.lists(STEP, max_size=80))
 def test_the_most_failed_call_is_the_one_a_pass_over_all_finds(steps: list[tuple[str, bytes, bool, str]]) -> None:
     """After every step the counters report what the reference reports (or nothing, when no call is failing)."""
-    counters, reference = RunCounters(), PassOverAll()
+    counters, reference = FailingCalls(), PassOverAll()
     for k, (kind, sig, ok, detail) in enumerate(steps, start=1):
         if kind == "settle":
-            counters.action(settled=True, message=None, calls=False, had_ready=False, k_start=k, t=k)
+            counters.clear()
             reference.failing.clear()
         else:
             counters.outcome(sig, ok, k, k, detail)
             reference.outcome(sig, ok, k, k, detail)
-        got = {key: v for key, v in counters.stop_fields().items() if key in REPEATED}
-        assert got == reference.fields(), (k, steps[:k])
+        assert counters.most_failed() == reference.worst(), (k, steps[:k])
 
 
 def test_ties_go_to_the_call_that_started_failing_first() -> None:
-    counters = RunCounters()
+    counters = FailingCalls()
     for k, sig in enumerate([b"late", b"early", b"late", b"early"], start=1):
         counters.outcome(sig, False, k if sig == b"early" else 10 + k, k, sig.decode())
-    assert counters.stop_fields()["repeated_failure_since"] == (2, 2)
+    worst = counters.most_failed()
+    assert worst is not None and worst[1] == (2, 2)
     counters.outcome(b"early", True, 9, 9, "")
-    assert counters.stop_fields()["repeated_failure_since"] == (11, 1)
+    worst = counters.most_failed()
+    assert worst is not None and worst[1] == (11, 1)

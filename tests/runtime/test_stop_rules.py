@@ -13,31 +13,40 @@ from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL, Milestone
 from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.model.predicates import ArgPredicate
 from dynsteer_hook.runtime.stop_rules import (
-    DEFAULT_STOP_RULES,
+    ActionFacts,
+    FrontierStagnation,
+    LowScore,
     StopContext,
     StopDecision,
-    frontier_stagnation,
-    low_score,
-    structural_failure,
+    StopRule,
+    StructuralFailure,
+    default_stop_rules,
 )
 
 CFG = EvaluatorConfig(n_stag=3, low_score_patience=2, structural_patience=3)
 
 
 def ctx(**over: Any) -> StopContext:
-    """A context in which no rule fires."""
-    base = StopContext(
-        k=10, t=4, config=CFG, frontier=("b",), frontier_anchor="a",
-        stage_milestone=None, stage_anchor=None, stage_score=None, stage_weakest=None, stage_first_cited=None,
-        low_streak=0, stagnation=0, stagnation_since=None,
-        structural_streak=0, structural_since=None, structural_detail="",
-    )
-    return replace(base, **over)
+    """A context after a closed action that judged no stage."""
+    return replace(StopContext(k=10, t=4, config=CFG, frontier=("b",), frontier_anchor="a"), **over)
 
 
-def test_quiet_context_fires_nothing() -> None:
+def stage_ctx(**over: Any) -> StopContext:
+    """A context deciding on the first stage the action judged."""
+    return ctx(stage_index=0, **over)
+
+
+def low_score(streak: int) -> LowScore:
+    """A low-score rule whose last action judged one stage, after which the streak was ``streak``."""
+    rule = LowScore()
+    rule.streak, rule._after = streak, [streak]
+    return rule
+
+
+def test_quiet_rules_fire_nothing() -> None:
     """With no streaks, none of the default rules fires."""
-    assert [rule(ctx()) for rule in DEFAULT_STOP_RULES] == [None, None, None, None]
+    assert [rule.decide(ctx()) for rule in default_stop_rules()] == [None, None, None, None]
+    assert [rule.decide(stage_ctx(stage_milestone="b", stage_score=0.1)) for rule in default_stop_rules()] == [None] * 4
 
 
 # ---- structural failure (criterion 2) ---------------------------------------------------------
@@ -45,13 +54,17 @@ def test_quiet_context_fires_nothing() -> None:
 
 def test_structural_failure_fires_at_patience() -> None:
     """structural_patience consecutive malformed calls stop the run, blaming the first of them."""
-    d = structural_failure(ctx(structural_streak=3, structural_since=(4, 2), structural_detail="bad args"))
-    assert d == StopDecision("structural_failure", "a", "tool_compliance", "3 consecutive malformed tool calls; last: bad args", (4, 2))
+    rule = StructuralFailure()
+    rule.streak, rule.since, rule.detail = 3, (4, 2), "bad args"
+    assert rule.decide(ctx()) == StopDecision("structural_failure", "a", "tool_compliance",
+                                              "3 consecutive malformed tool calls; last: bad args", (4, 2))
 
 
 def test_structural_failure_waits_below_patience() -> None:
     """One malformed call fewer than the patience does not stop."""
-    assert structural_failure(ctx(structural_streak=2, structural_since=(4, 2))) is None
+    rule = StructuralFailure()
+    rule.streak, rule.since = 2, (4, 2)
+    assert rule.decide(ctx()) is None
 
 
 # ---- low score (criterion 3) ---------------------------------------------------------------------
@@ -59,7 +72,8 @@ def test_structural_failure_waits_below_patience() -> None:
 
 def test_low_score_fires_after_patience_low_stages() -> None:
     """low_score_patience stages in a row under theta_fail stop, blaming the weakest dimension's first cited step."""
-    d = low_score(ctx(stage_milestone="b", stage_anchor="a", stage_score=0.1, stage_weakest="safety", stage_first_cited=(5, 3), low_streak=2))
+    d = low_score(2).decide(stage_ctx(stage_milestone="b", stage_anchor="a", stage_score=0.1, stage_weakest="safety",
+                                      stage_first_cited=(5, 3)))
     assert d is not None
     assert (d.reason, d.anchor, d.dimension, d.blamed) == ("low_score", "a", "safety", (5, 3))
     assert d.detail == "stage b scored 0.100 < theta_fail=0.3 (2 low stage(s) in a row)"
@@ -67,37 +81,43 @@ def test_low_score_fires_after_patience_low_stages() -> None:
 
 def test_low_score_waits_below_patience() -> None:
     """A single low stage is not enough when the patience is two."""
-    assert low_score(ctx(stage_milestone="b", stage_score=0.1, low_streak=1)) is None
+    assert low_score(1).decide(stage_ctx(stage_milestone="b", stage_score=0.1)) is None
 
 
 def test_low_score_needs_a_stage_this_action() -> None:
     """Without a stage judged at this action the rule stays quiet, whatever the streak."""
-    assert low_score(ctx(stage_score=None, low_streak=5)) is None
+    assert low_score(5).decide(ctx(stage_score=None)) is None
 
 
 def test_low_score_defaults_dimension_and_anchor() -> None:
     """Without a weakest dimension or stage anchor the rule blames correctness at the frontier anchor."""
-    d = low_score(ctx(stage_milestone="b", stage_score=0.0, low_streak=2))
+    d = low_score(2).decide(stage_ctx(stage_milestone="b", stage_score=0.0))
     assert d is not None and (d.anchor, d.dimension) == ("a", "correctness")
 
 
 # ---- frontier stagnation (criterion 4) --------------------------------------------------------
 
 
+def stagnating(count: int, since: tuple[int, int] | None = None) -> FrontierStagnation:
+    rule = FrontierStagnation()
+    rule.count, rule.since = count, since
+    return rule
+
+
 def test_stagnation_fires_after_n_stag_actions() -> None:
     """N_stag closed actions without settling anything stop, on the efficiency dimension."""
-    d = frontier_stagnation(ctx(stagnation=3, stagnation_since=(2, 1)))
+    d = stagnating(3, (2, 1)).decide(ctx())
     assert d == StopDecision("frontier_stagnation", "a", "efficiency", "3 closed actions without settling any of ['b']", (2, 1))
 
 
 def test_stagnation_waits_below_n_stag() -> None:
     """N_stag - 1 idle actions do not stop."""
-    assert frontier_stagnation(ctx(stagnation=2)) is None
+    assert stagnating(2).decide(ctx()) is None
 
 
 def test_stagnation_with_an_empty_frontier_says_nothing_is_left() -> None:
     """The rule fires on the count alone; with an empty frontier it says no milestone was left."""
-    d = frontier_stagnation(ctx(frontier=(), stagnation=3, stagnation_since=(5, 2)))
+    d = stagnating(3, (5, 2)).decide(ctx(frontier=()))
     assert d is not None and d.reason == "frontier_stagnation" and "no milestone is left" in d.detail
 
 
@@ -267,3 +287,58 @@ def test_low_score_blames_the_weakest_dimension(dim: str) -> None:
 
     r = run(CHAIN, [UserMessage("go"), *act("1", "op_a", {"x": "a"})], judges={1: Weak()})
     assert r.halt is not None and r.halt.stop.dimension == dim
+
+
+class TooManyCalls(StopRule):
+    """A rule from outside the package that keeps its own count: it touches no core file."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit, self.calls, self.users = limit, 0, 0
+
+    def user_said(self, text: str) -> None:
+        self.users += 1
+
+    def closed(self, action: ActionFacts) -> None:
+        self.calls += len(action.calls)
+
+    def decide(self, c: StopContext) -> StopDecision | None:
+        if self.calls <= self.limit:
+            return None
+        return StopDecision("too_many_calls", c.frontier_anchor, "efficiency", f"{self.calls} calls after {self.users} user turn(s)",
+                            None)
+
+
+def test_a_rule_with_state_of_its_own_is_added_from_outside_and_starts_fresh_in_every_run() -> None:
+    """A stateful rule counts what each closed action tells it and stops the run; the same rule object given to a second
+    run starts from zero there (each evaluator works on its own copy), and the built-in rules still run beside it."""
+    rule = TooManyCalls(2)
+    events = [UserMessage("go"), *act("1", "op_a", {"x": "a"}), *act("2", "op_b", {"x": "b"}), *act("3", "op_c", {"x": "c"})]
+    for _ in range(2):
+        r = run(CHAIN, events, stop_rules=[*default_stop_rules(), rule])
+        assert r.halt is not None and (r.halt.stop.reason, r.halt.stop.t) == ("too_many_calls", 3)
+        assert r.halt.stop.detail == "3 calls after 1 user turn(s)"
+    assert rule.calls == 0 and rule.users == 0  # the caller's object was never used itself
+    idle = [e for i in range(6) for e in act(f"i{i}", "op_a", {"x": "wrong"})]
+    r = run(CHAIN, [UserMessage("go"), *idle], EvaluatorConfig(n_stag=3), stop_rules=[*default_stop_rules(), TooManyCalls(100)])
+    assert r.halt is not None and r.halt.stop.reason == "frontier_stagnation"
+
+
+def test_the_documented_stop_rule_example_runs_and_stops_a_run() -> None:
+    """docs/evaluate.md's example of a rule of one's own, run as written (``blueprint`` given, its limit of 50 calls made 2
+    for a three-call run): it stops the run at the third call, with the built-in rules beside it."""
+    from pathlib import Path
+
+    from dynsteer_hook.model.errors import Halt
+
+    text = (Path(__file__).resolve().parents[2] / "docs" / "evaluate.md").read_text(encoding="utf-8")
+    section = text.split("## A stop rule of your own", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    assert "TooManyCalls(50)" in code
+    namespace: dict[str, Any] = {"blueprint": CHAIN}
+    exec(compile(code.replace("TooManyCalls(50)", "TooManyCalls(2)"), "docs/evaluate.md", "exec"), namespace)  # noqa: S102 - the project's own documentation
+    evaluator = namespace["evaluator"]
+    events = [UserMessage("go"), *act("1", "op_a", {"x": "a"}), *act("2", "op_b", {"x": "b"}), *act("3", "op_c", {"x": "c"})]
+    with pytest.raises(Halt) as halted:
+        for event in events:
+            evaluator.observe(event)
+    assert (halted.value.stop.reason, halted.value.stop.detail, halted.value.stop.t) == ("too_many_calls", "3 calls", 3)
