@@ -257,4 +257,4 @@ def test_the_audit_stays_in_memory_without_a_folder_or_sink() -> None:
     session.feed(CLEAN[0])
     session.feed(FATAL)
     session.finish()
-    assert [r["type"] for r in session.audit][0] == "start" and any(r["type"] == "stop" for r in session.audit)
+    assert session.audit[0]["type"] == "start" and any(r["type"] == "stop" for r in session.audit)
