@@ -43,7 +43,7 @@ STOP_KEY = "dynsteer_stop"
 """The key of the stop record (a JSON object) in the run's state."""
 
 
-class DynSteerState(AgentState, total=False):  # type: ignore[type-arg]
+class DynSteerState(AgentState, total=False):  # type: ignore[call-arg]  # AgentState is Any to mypy (see pyproject.toml)
     """The agent's state, with the stop record once DynSTEER halted the run."""
 
     dynsteer_stop: dict[str, Any]
@@ -89,7 +89,7 @@ def _tool_message(result: ToolMessage | Command[Any], cid: str) -> ToolMessage |
     return None
 
 
-class DynSteerMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class DynSteerMiddleware(AgentMiddleware):
     """DynSTEER for a LangChain agent: ``create_agent(..., middleware=[DynSteerMiddleware("bp.json")])``.
 
     Args:
@@ -176,7 +176,7 @@ class DynSteerMiddleware(AgentMiddleware):  # type: ignore[type-arg]
 
     # -- model turns -----------------------------------------------------------------
 
-    def _open(self, request: ModelRequest) -> Session:  # type: ignore[type-arg]
+    def _open(self, request: ModelRequest) -> Session:
         if self.session is not None and not self.session.finished:
             return self.session
         specs = tool_specs(request.tools)
@@ -198,7 +198,7 @@ class DynSteerMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             self.session.feed(SystemMessage(system))
         return self.session
 
-    def _before_model(self, request: ModelRequest) -> ExtendedModelResponse | None:  # type: ignore[type-arg]
+    def _before_model(self, request: ModelRequest) -> ExtendedModelResponse | None:
         """Feed what the model is about to see; the end of the run instead of a model call once halted."""
         with self._lock:
             session = self._open(request)
@@ -213,7 +213,7 @@ class DynSteerMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return ExtendedModelResponse(model_response=ModelResponse(result=[]),
                                          command=Command(update={"jump_to": "end", STOP_KEY: session.stop.model_dump(mode="json")}))
 
-    def _after_model(self, response: ModelResponse, seconds: float) -> ModelResponse | ExtendedModelResponse:  # type: ignore[type-arg]
+    def _after_model(self, response: ModelResponse, seconds: float) -> ModelResponse | ExtendedModelResponse:
         """Feed the model's turn; a halt answers its calls with refusals and ends the run."""
         message = _ai_message(response)
         if message is None:
@@ -238,8 +238,8 @@ class DynSteerMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             return ExtendedModelResponse(model_response=response, command=Command(
                 update={"messages": refusals, "jump_to": "end", STOP_KEY: verdict.stop.model_dump(mode="json")}))
 
-    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]  # type: ignore[type-arg]
-                        ) -> ModelResponse | ExtendedModelResponse:  # type: ignore[type-arg]
+    def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+                        ) -> ModelResponse | ExtendedModelResponse:
         """Feed the turn before and after the model call (see the module's docstring)."""
         ended = self._before_model(request)
         if ended is not None:
@@ -252,9 +252,9 @@ class DynSteerMiddleware(AgentMiddleware):  # type: ignore[type-arg]
             raise
         return self._after_model(response, time.perf_counter() - began)
 
-    async def awrap_model_call(self, request: ModelRequest,  # type: ignore[type-arg]
-                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]  # type: ignore[type-arg]
-                               ) -> ModelResponse | ExtendedModelResponse:  # type: ignore[type-arg]
+    async def awrap_model_call(self, request: ModelRequest,
+                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+                               ) -> ModelResponse | ExtendedModelResponse:
         """``wrap_model_call`` for runs started with ``ainvoke`` or ``astream``."""
         ended = self._before_model(request)
         if ended is not None:

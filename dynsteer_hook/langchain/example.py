@@ -114,7 +114,7 @@ def script(name: str) -> list[AIMessage]:
 class ScriptedChatModel(GenericFakeChatModel):
     """``GenericFakeChatModel`` that an agent can give tools to: the script already says which tools it calls."""
 
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:  # type: ignore[override]
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedChatModel:
         return self
 
 
