@@ -20,7 +20,6 @@ from dynsteer_hook.judges.base import DimensionScore, JudgeRequest, Verdict
 from dynsteer_hook.judges.steps import CallFacts, Step
 from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
 
-
 UNVERIFIED = "unverified"
 """A Tier 1 verdict's ``extra`` key: the dimensions resting on a value the rules could not check, which a higher tier, when
 there is one, judges in the same stage."""
