@@ -1,20 +1,23 @@
 """DynSTEER inside a LangChain agent: ``create_agent(model, tools, middleware=[DynSteerMiddleware(...)])``.
 
-The middleware feeds a ``Session`` every model turn, tool call and tool result of the agent's run:
+The middleware feeds a ``Session`` every model turn, tool call and tool result of the agent's run, all from
+one hook, ``wrap_model_call``, around each model call:
 
-* ``wrap_model_call`` feeds the user's messages the model is about to see, calls the model, and
-  feeds its turn (all of its tool calls before any runs). A fatal call halts here: the model's
-  message stays in the conversation, each of its calls is answered with a refusal ``ToolMessage``,
-  and the run jumps to its end, so the tool node never runs any of them. When a halt came from a
-  tool result, the next model call is not made: the run jumps to its end.
-* ``wrap_tool_call`` feeds each result (an error when the tool failed) and refuses any call still
-  reaching the tools after a halt.
-* ``after_agent`` finishes the session: the report (``middleware.report``), its files in
-  ``report_dir``, the observers told. The stop record is in the run's state (``dynsteer_stop``).
+* before the call, what the model is about to see and the session has not: the user's messages, and the
+  results of the last turn's calls (an error when the tool message says so), which close actions and run
+  the stop rules. When the run is halted, the model is not called: the run jumps to its end.
+* after the call, the model's turn: all of its tool calls, before any runs. A fatal call halts here: the
+  model's message stays in the conversation, each of its calls is answered with a refusal ``ToolMessage``,
+  and the run jumps to its end, so the tool node never runs any of them.
+* a turn without tool calls ends the run, and a halt too: the session is finished then (the report in
+  ``middleware.report``, its files in ``report_dir``, the observers told), and the stop record goes into the
+  run's state (``dynsteer_stop``). A model error finishes the report as a crash, with the reason.
 
-A model or a tool that raises ends the run as a crash; the report is finished first, with the
-reason. Tools run on threads in parallel, so the session is fed under a lock. One middleware
-evaluates one run at a time: give concurrent runs a middleware each.
+One hook keeps what the middleware adds to LangChain's loop to a wrapper around each model call: nothing runs
+around the tools and the graph gains no node. So a run that ends where the model cannot see it (a tool that
+raises, the recursion limit, a tool that returns directly) is finished by ``with middleware: agent.invoke(...)``
+(a crash, with the reason), by ``finish()``, or when the next run starts. One middleware evaluates one run at a
+time: give concurrent runs a middleware each.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import threading
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 from langchain.agents import AgentState
@@ -34,7 +38,7 @@ from dynsteer_hook.judges.base import Judge
 from dynsteer_hook.langchain._convert import call_id, conversation_events, result_event, text_of, tool_specs, turn_events
 from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.config import EvaluatorConfig
-from dynsteer_hook.model.events import SystemMessage, ToolCall, ToolResult
+from dynsteer_hook.model.events import SystemMessage
 from dynsteer_hook.model.records import Report, StopRecord
 from dynsteer_hook.runtime.stop_rules import StopRule
 from dynsteer_hook.session import Observer, RolloutStart, Session, agent_view, blueprint_file, check_tools, compile_agent_view
@@ -77,16 +81,6 @@ def _model_name(model: Any) -> str | None:
         if isinstance(value, str) and value:
             return value
     return type(model).__name__
-
-
-def _tool_message(result: ToolMessage | Command[Any], cid: str) -> ToolMessage | None:
-    if isinstance(result, ToolMessage):
-        return result
-    update = result.update if isinstance(result.update, Mapping) else {}
-    for message in update.get("messages") or ():
-        if isinstance(message, ToolMessage) and message.tool_call_id == cid:
-            return message
-    return None
 
 
 class DynSteerMiddleware(AgentMiddleware):
@@ -134,7 +128,11 @@ class DynSteerMiddleware(AgentMiddleware):
         self._compiled: dict[str, Blueprint] = {}
         self._lock = threading.Lock()
         self._offered: frozenset[str] | None = None
-        self._fed: set[str] = set()
+        self._seen = 0  # messages of the conversation read
+        self._history = 0  # messages there before the run's first model call
+        self._last_ai: str | None = None  # the id of the last model turn fed
+        self._calls: set[str] = set()
+        self._results: set[str] = set()
         self.session: Session | None = None
         """The current (or last) run's session."""
         self.report: Report | None = None
@@ -147,38 +145,47 @@ class DynSteerMiddleware(AgentMiddleware):
 
     # -- the run's ends ------------------------------------------------------------
 
-    def before_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """A new run: a fresh session at its first model call (a run left unfinished is finished first)."""
-        with self._lock:
-            if self.session is not None and not self.session.finished:
-                self.report = self.session.finish(crash="the run ended outside the agent's model and tools (its report was finished "
-                                                        "when the next run started)")
-            self.session, self._offered = None, None
-            self._fed.clear()
-        return None
-
-    def after_agent(self, state: Any, runtime: Any) -> dict[str, Any] | None:
-        """The run is over: finish its report (and write its files)."""
-        with self._lock:
-            if self.session is not None and not self.session.finished:
-                self.report = self.session.finish()
-        return None
-
     def finish(self, *, crash: str | None = None) -> Report | None:
-        """Finish the current run's report by hand (a run that ended where the middleware could not see it)."""
+        """Finish the current run's report by hand (a run that ended where the model could not see it)."""
         with self._lock:
-            if self.session is not None and not self.session.finished:
-                self.report = self.session.finish(crash=crash)
+            self._finish(crash=crash)
         return self.report
 
-    def _crashed(self, exc: BaseException) -> None:
-        self.finish(crash=f"{type(exc).__name__}: {text_of(str(exc))[:2000]}")
+    def __enter__(self) -> DynSteerMiddleware:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        """Leaving ``with middleware:`` finishes a run the model did not see end: a crash when an exception left the block."""
+        with self._lock:
+            if exc is not None and isinstance(exc, Exception):
+                self._finish(crash=f"{type(exc).__name__}: {text_of(str(exc))[:2000]}")
+            else:
+                self._finish()
+
+    def _finish(self, *, crash: str | None = None) -> None:
+        if self.session is not None and not self.session.finished:
+            self.report = self.session.finish(crash=crash)
+
+    def _continues(self, messages: Sequence[BaseMessage]) -> bool:
+        """Whether the messages go on from the session's last turn: its message is there and no user spoke after it."""
+        if self._last_ai is None:
+            return True
+        for message in reversed(messages):
+            if message.id == self._last_ai:
+                return True
+            if message.type == "human":
+                return False
+        return False
 
     # -- model turns -----------------------------------------------------------------
 
     def _open(self, request: ModelRequest) -> Session:
-        if self.session is not None and not self.session.finished:
-            return self.session
+        session = self.session
+        if session is not None and not session.finished:
+            if self._continues(request.messages):
+                return session
+            self.report = session.finish(crash="the run ended where its model could not see it (a tool that raised, the recursion "
+                                               "limit); its report was finished when the next run started")
         specs = tool_specs(request.tools)
         self._offered = frozenset(s.name for s in specs)
         system = text_of(request.system_message.content) if request.system_message is not None else None
@@ -193,54 +200,90 @@ class DynSteerMiddleware(AgentMiddleware):
         start = RolloutStart(scenario=self._task or blueprint.task or "langchain_agent", agent="langchain",
                              agent_model=_model_name(request.model), blueprint=self._source)
         self.session = Session(blueprint, observers=self._observers, report_dir=self._report_dir, start=start, **self._settings)
-        self._fed.clear()
+        self._seen, self._history, self._last_ai = 0, len(request.messages), None
+        self._calls.clear()
+        self._results.clear()
         if system:
             self.session.feed(SystemMessage(system))
         return self.session
+
+    def _read(self, session: Session, messages: Sequence[BaseMessage]) -> None:
+        """Feed what the session has not seen of the conversation: the user's words, the results of its calls.
+
+        Before the run's first model call, the conversation is history (a thread's earlier runs): only what the user
+        and the system said is fed. A conversation rewritten shorter (summarised) is read again from its start; each
+        call and result is still fed once.
+        """
+        if len(messages) < self._seen:
+            self._seen = self._history = 0
+        for i in range(self._seen, len(messages)):
+            message = messages[i]
+            kind = message.type
+            if kind == "tool" and isinstance(message, ToolMessage):
+                cid = str(message.tool_call_id)
+                if cid in self._calls and cid not in self._results:
+                    self._results.add(cid)
+                    session.feed(result_event(cid, message))
+            elif kind in ("human", "system"):
+                for event in conversation_events(message):
+                    session.feed(event)
+            elif kind == "ai" and i >= self._history and isinstance(message, AIMessage) and message.id != self._last_ai:
+                self._turn(session, message, 0.0)  # a turn no model call of this run made (another middleware's)
+        self._seen = len(messages)
+
+    def _turn(self, session: Session, message: AIMessage, seconds: float) -> tuple[list[dict[str, Any]], list[str], StopRecord | None]:
+        """Feed one model turn; its calls, their ids, and the stop when the rollout is halted."""
+        calls = [dict(c) for c in message.tool_calls or []]
+        turn = session.turn + 1
+        ids = [call_id(c, f"turn{turn}-{i}") for i, c in enumerate(calls)]
+        fresh = [i for i, cid in enumerate(ids) if cid not in self._calls]
+        if calls and not fresh:
+            return calls, ids, session.stop
+        self._calls.update(ids)
+        verdict = session.feed_turn(turn_events(message, self._offered, turn), seconds=seconds, tokens=_tokens(message))
+        return calls, ids, verdict.stop
 
     def _before_model(self, request: ModelRequest) -> ExtendedModelResponse | None:
         """Feed what the model is about to see; the end of the run instead of a model call once halted."""
         with self._lock:
             session = self._open(request)
-            for message in request.messages:
-                key = f"msg:{message.id or id(message)}"
-                if key not in self._fed:
-                    self._fed.add(key)
-                    for event in conversation_events(message):
-                        session.feed(event)
+            self._read(session, request.messages)
             if session.stop is None:
                 return None
+            stop = session.stop
+            self._finish()
             return ExtendedModelResponse(model_response=ModelResponse(result=[]),
-                                         command=Command(update={"jump_to": "end", STOP_KEY: session.stop.model_dump(mode="json")}))
+                                         command=Command(update={"jump_to": "end", STOP_KEY: stop.model_dump(mode="json")}))
 
     def _after_model(self, response: ModelResponse, seconds: float) -> ModelResponse | ExtendedModelResponse:
-        """Feed the model's turn; a halt answers its calls with refusals and ends the run."""
+        """Feed the model's turn; a halt answers its calls with refusals and ends the run, and a last turn ends it too."""
         message = _ai_message(response)
-        if message is None:
-            return response
         with self._lock:
             session = self.session
-            if session is None or session.finished:
+            if message is None or session is None or session.finished:
                 return response
-            calls = [dict(c) for c in message.tool_calls or []]
-            self._fed.add(f"msg:{message.id or id(message)}")
-            turn = session.turn + 1
-            ids = [call_id(c, f"turn{turn}-{i}") for i, c in enumerate(calls)]
-            self._fed.update(f"call:{cid}" for cid in ids)
-            verdict = session.feed_turn(turn_events(message, self._offered, turn), seconds=seconds, tokens=_tokens(message))
-            if verdict.stop is None:
+            calls, ids, stop = self._turn(session, message, seconds)
+            self._last_ai = message.id
+            if stop is None:
+                if not calls:
+                    self._finish()  # no call: the agent's last word
                 return response
-            refusals: list[BaseMessage] = [refusal(c, verdict.stop, cid) for c, cid in zip(calls, ids, strict=True)]
+            refusals: list[BaseMessage] = [refusal(c, stop, cid) for c, cid in zip(calls, ids, strict=True)]
             if refusals:
                 session.note(f"the calls of the halted turn ({', '.join(sorted({str(c.get('name')) for c in calls}))[:300]}) were "
                              "answered with a refusal and never ran")
-            self._fed.update(f"result:{cid}" for cid in ids)
+            self._results.update(ids)
+            self._finish()
             return ExtendedModelResponse(model_response=response, command=Command(
-                update={"messages": refusals, "jump_to": "end", STOP_KEY: verdict.stop.model_dump(mode="json")}))
+                update={"messages": refusals, "jump_to": "end", STOP_KEY: stop.model_dump(mode="json")}))
+
+    def _crashed(self, exc: BaseException) -> None:
+        with self._lock:
+            self._finish(crash=f"{type(exc).__name__}: {text_of(str(exc))[:2000]}")
 
     def wrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
                         ) -> ModelResponse | ExtendedModelResponse:
-        """Feed the turn before and after the model call (see the module's docstring)."""
+        """Feed the conversation before the model call and the model's turn after it (see the module's docstring)."""
         ended = self._before_model(request)
         if ended is not None:
             return ended
@@ -252,8 +295,7 @@ class DynSteerMiddleware(AgentMiddleware):
             raise
         return self._after_model(response, time.perf_counter() - began)
 
-    async def awrap_model_call(self, request: ModelRequest,
-                               handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
+    async def awrap_model_call(self, request: ModelRequest, handler: Callable[[ModelRequest], Awaitable[ModelResponse]]
                                ) -> ModelResponse | ExtendedModelResponse:
         """``wrap_model_call`` for runs started with ``ainvoke`` or ``astream``."""
         ended = self._before_model(request)
@@ -266,66 +308,6 @@ class DynSteerMiddleware(AgentMiddleware):
             self._crashed(exc)
             raise
         return self._after_model(response, time.perf_counter() - began)
-
-    # -- tool calls ------------------------------------------------------------------
-
-    def _before_tool(self, call: dict[str, Any]) -> tuple[str, ToolMessage | None]:
-        """The call's id, and its refusal when it must not run (the run is halted)."""
-        cid = call_id(call, f"tool-{id(call)}")
-        with self._lock:
-            session = self.session
-            if session is None or session.finished:
-                return cid, None
-            if f"call:{cid}" not in self._fed:  # a call no model turn made (another middleware added it): fed before it runs
-                self._fed.add(f"call:{cid}")
-                args = call.get("args")
-                name = str(call.get("name") or "?")
-                rejected = None if self._offered is None or name in self._offered else f"{name[:200]!r} is not an offered tool"
-                session.feed(ToolCall(cid, name, args if isinstance(args, dict) else None, rejected=rejected))
-            if session.stop is None:
-                return cid, None
-            self._fed.add(f"result:{cid}")
-            return cid, refusal(call, session.stop, cid)
-
-    def _after_tool(self, cid: str, result: ToolMessage | Command[Any] | None, error: BaseException | None = None) -> None:
-        with self._lock:
-            session = self.session
-            if session is None or session.finished or f"result:{cid}" in self._fed:
-                return
-            self._fed.add(f"result:{cid}")
-            if error is not None:
-                session.feed(ToolResult(cid, None, f"{type(error).__name__}: {text_of(str(error))[:2000]}"))
-            else:
-                session.feed(result_event(cid, _tool_message(result, cid) if result is not None else None))
-
-    def wrap_tool_call(self, request: Any, handler: Callable[[Any], ToolMessage | Command[Any]]) -> ToolMessage | Command[Any]:
-        """Refuse the call once the run is halted; otherwise run it and feed its result."""
-        cid, refused = self._before_tool(request.tool_call)
-        if refused is not None:
-            return refused
-        try:
-            result = handler(request)
-        except Exception as exc:
-            self._after_tool(cid, None, exc)
-            self._crashed(exc)
-            raise
-        self._after_tool(cid, result)
-        return result
-
-    async def awrap_tool_call(self, request: Any,
-                              handler: Callable[[Any], Awaitable[ToolMessage | Command[Any]]]) -> ToolMessage | Command[Any]:
-        """``wrap_tool_call`` for runs started with ``ainvoke`` or ``astream``."""
-        cid, refused = self._before_tool(request.tool_call)
-        if refused is not None:
-            return refused
-        try:
-            result = await handler(request)
-        except Exception as exc:
-            self._after_tool(cid, None, exc)
-            self._crashed(exc)
-            raise
-        self._after_tool(cid, result)
-        return result
 
 
 def compiled_blueprint(tools: Sequence[Any], first_message: str, *, task: str = "langchain_agent", system: str | None = None,

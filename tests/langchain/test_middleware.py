@@ -1,7 +1,8 @@
 """DynSTEER in a real LangChain agent loop (``create_agent``) played by LangChain's fake chat model.
 
 LangChain 1 cannot share an environment with ToolSandbox (langchain-core 1 drops a module ToolSandbox imports),
-so these tests run in an environment of their own (scripts/test.sh) and skip elsewhere.
+so these tests run in an environment of their own (scripts/test.sh): elsewhere they skip, or fail under
+``DYNSTEER_REQUIRE_ALL=1`` (CI).
 """
 
 from __future__ import annotations
@@ -15,9 +16,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need_module
 
-pytest.importorskip("langchain.agents.middleware", reason="langchain>=1 cannot share an environment with ToolSandbox; "
-                    "scripts/test.sh runs these tests in .venv-langchain")
+need_module("langchain.agents.middleware", "LangChain 1 (the langchain extra) is not installed here; it cannot share an "
+            "environment with ToolSandbox, so scripts/test.sh runs these tests in .venv-langchain, which scripts/setup.sh makes")
 
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, ToolMessage
@@ -150,20 +152,35 @@ def test_a_run_started_with_ainvoke_is_steered_too() -> None:
     assert steer.report is not None and steer.report.outcome == "halted"
 
 
-def test_a_tool_that_raises_ends_the_run_as_a_crash_with_its_report(tmp_path: Path) -> None:
-    """A tool error LangChain does not handle ends the run; the report is written first, saying why."""
+@tool
+def broken_find_contact(name: str) -> str:
+    """Look a contact up by name and return their email address."""
+    raise ConnectionError("the address book's server is down")
 
-    @tool
-    def find_contact(name: str) -> str:
-        """Look a contact up by name and return their email address."""
-        raise ConnectionError("the address book's server is down")
 
+broken_find_contact.name = "find_contact"
+
+
+def test_a_tool_that_raises_in_a_with_block_ends_the_run_as_a_crash_with_its_report(tmp_path: Path) -> None:
+    """A tool error LangChain does not handle ends the run; leaving ``with middleware:`` writes the report, saying why."""
     steer = DynSteerMiddleware(ex.blueprint(), report_dir=tmp_path)
-    with pytest.raises(ConnectionError):
-        _run(steer, "clean", tools=[find_contact, ex.send_email, ex.delete_contact])
+    with pytest.raises(ConnectionError), steer:
+        _run(steer, "clean", tools=[broken_find_contact, ex.send_email, ex.delete_contact])
     assert steer.report is not None and steer.report.outcome == "crashed"
     assert "ConnectionError: the address book's server is down" in (steer.report.crash or "")
     assert json.loads((tmp_path / "dynsteer_report.json").read_text())["outcome"] == "crashed"
+
+
+def test_a_run_that_crashed_unseen_is_finished_when_the_next_run_starts() -> None:
+    """Without the ``with`` block, the next run finishes the crashed one's report (a crash) before its own begins."""
+    rec = Recorder()
+    steer = DynSteerMiddleware(ex.blueprint(), observers=[rec])
+    with pytest.raises(ConnectionError):
+        _run(steer, "clean", tools=[broken_find_contact, ex.send_email, ex.delete_contact])
+    assert steer.report is None
+    _run(steer, "clean")
+    assert [e.report.outcome for e in rec.ends if e.report] == ["crashed", "completed"]
+    assert "finished when the next run started" in (rec.ends[0].crash or "")
 
 
 def test_a_missing_blueprint_file_is_one_sentence(tmp_path: Path) -> None:
