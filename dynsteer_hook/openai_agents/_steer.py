@@ -149,7 +149,7 @@ class DynSteerAgents:
         self._compiled: dict[str, Blueprint] = {}
         self._lock = threading.Lock()
         self._offered: frozenset[str] | None = None
-        self._users = 0
+        self._items = 0  # input items read
         self._calls: set[str] = set()
         self._results: set[str] = set()
         self._failures: dict[str, str] = {}
@@ -251,7 +251,6 @@ class DynSteerAgents:
         start = RolloutStart(scenario=self._task or blueprint.task or "openai_agent", agent=f"openai-agents:{agent.name}"[:200],
                              agent_model=_model_name(agent), blueprint=self._source)
         self.session = Session(blueprint, observers=self._observers, report_dir=self._report_dir, start=start, **self._settings)
-        self._users = 0
         self._calls.clear()
         self._results.clear()
         self._failures.clear()
@@ -260,8 +259,12 @@ class DynSteerAgents:
         return self.session
 
     def _before_model(self, context: RunContextWrapper[Any], agent: Agent[Any], system: str | None, items: str | list[Any]) -> None:
-        users = user_messages(items)
         with self._lock:
+            # The input grows by the run's own items from call to call: only the items past those read are new.
+            first = self.session is None or self.session.finished or context is not self._context
+            start = 0 if first or isinstance(items, str) or len(items) < self._items else self._items
+            users = user_messages(items if isinstance(items, str) else items[start:])
+            self._items = 0 if isinstance(items, str) else len(items)
             session = self.session
             if session is not None and not session.finished and context is not self._context:
                 self.report = session.finish(crash="the run ended where DynSTEER could not see it (its report was finished when the "
@@ -269,9 +272,8 @@ class DynSteerAgents:
             if session is None or session.finished:  # a run starts with its first model call
                 self._context = context
                 session = self._open(agent, system, users[0].content if users else "")
-            for message in users[self._users:]:
+            for message in users:
                 session.feed(message)
-            self._users = len(users)
             self._model_began = time.perf_counter()
 
     def _after_model(self, response: ModelResponse) -> None:

@@ -254,7 +254,8 @@ class Session:
                 break
         if self._events is not None:
             self._events.meta(batch_cost={"batch": self._turn, "seconds": round(seconds, 6), "tokens": tokens})
-        self._observers.tell("on_turn_end", TurnEnded(self.task, self._turn, seconds, tokens))
+        if self._observers:
+            self._observers.tell("on_turn_end", TurnEnded(self.task, self._turn, seconds, tokens))
         verdict = Verdict(verdict.stop, closed)
         if self._raise_halt:
             verdict.raise_if_halted()
