@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from needs import need_module
 
-pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+need_module("agents", "the OpenAI Agents SDK (the openai-agents extra) is not installed (pip install -e '.[openai-agents]')")
 
 from agents import Agent, Runner, ToolInputGuardrailTripwireTriggered, function_tool, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call

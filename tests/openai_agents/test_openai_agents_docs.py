@@ -8,8 +8,9 @@ import re
 from pathlib import Path
 
 import pytest
+from needs import need_module
 
-pytest.importorskip("agents", reason="the openai-agents extra is not installed")
+need_module("agents", "the OpenAI Agents SDK (the openai-agents extra) is not installed (pip install -e '.[openai-agents]')")
 
 from dynsteer_hook.openai_agents import example as ex
 

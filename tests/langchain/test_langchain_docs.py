@@ -8,9 +8,10 @@ import re
 from pathlib import Path
 
 import pytest
+from needs import need_module
 
-pytest.importorskip("langchain.agents.middleware", reason="langchain>=1 cannot share an environment with ToolSandbox; "
-                    "scripts/test.sh runs these tests in .venv-langchain")
+need_module("langchain.agents.middleware", "LangChain 1 (the langchain extra) is not installed here; it cannot share an "
+            "environment with ToolSandbox, so scripts/test.sh runs these tests in .venv-langchain, which scripts/setup.sh makes")
 
 from dynsteer_hook.langchain import example as ex
 
