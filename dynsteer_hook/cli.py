@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from dynsteer_hook import stop_signals
 from dynsteer_hook.model.errors import DynsteerError, Halt, OutputError
 
 if TYPE_CHECKING:
@@ -43,10 +44,21 @@ def configure_logging(verbose: bool) -> None:
 
 
 def _cmd_evaluate(args: argparse.Namespace) -> int:
+    from dynsteer_hook.flags import otel_shutdown
+
+    observers: list[RolloutHook] = []
+    try:
+        return _evaluate_command(args, observers)
+    finally:
+        otel_shutdown(observers)  # once the report files are written and the exit status known: telemetry never holds them
+
+
+def _evaluate_command(args: argparse.Namespace, observers: list[RolloutHook]) -> int:
+    """``dynsteer evaluate``; ``observers`` receives the telemetry observers it makes (the caller flushes them)."""
     from dynsteer_hook.files.blueprints import blueprint_argument, load_valid_blueprint
     from dynsteer_hook.files.events import check_events, read_numbered_events
     from dynsteer_hook.files.outputs import JsonlSink, StagedFiles, check_output_dir, create_dir, reason, temp_sibling
-    from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers, otel_shutdown
+    from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers
     from dynsteer_hook.llm.judges import cache_sentence, judge_cache_stats
     from dynsteer_hook.model.records import IncompleteLog, with_files
     from dynsteer_hook.report.writer import AUDIT_LOG, REPORT_FILES, stage_report
@@ -59,7 +71,7 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
     settings, config = judges_from_args(args, config_from_args(args))
     judges = settings.build()
     check_events(args.events)
-    observers = otel_observers(args, source="evaluate", theta_pass=config.theta_pass, inputs=(args.events, bp_path))
+    observers += otel_observers(args, source="evaluate", theta_pass=config.theta_pass, inputs=(args.events, bp_path))
     out = Path(args.report)
     check_output_dir(out, "--report", REPORT_FILES)
     create_dir(out, "--report")
@@ -74,11 +86,8 @@ def _cmd_evaluate(args: argparse.Namespace) -> int:
         with sink:
             evaluator = Evaluator(bp, config, sink=sink, judges=judges)
             lines = LineIndex()
-            try:
-                report = _evaluate_events(evaluator, read_numbered_events(args.events), lines, bp.task or Path(args.events).stem,
-                                          args.blueprint.name, observers)
-            finally:
-                otel_shutdown(observers)
+            report = _evaluate_events(evaluator, read_numbered_events(args.events), lines, bp.task or Path(args.events).stem,
+                                      args.blueprint.name, observers)
         gap = IncompleteLog(file=AUDIT_LOG, from_record=sink.records, reason=sink.error) if sink.error else None
         report = with_files(report, incomplete_logs=(gap,) if gap else ())
         try:
@@ -277,14 +286,15 @@ def _detach_stdout() -> None:
 
 
 def _ignore_interrupts() -> None:
-    """From here on a Ctrl-C changes nothing: the command has its exit status, and only the exit is left.
+    """From here on a Ctrl-C (or SIGTERM, SIGHUP) changes nothing: the command has its exit status, and only the exit is left.
 
     Python raises ``KeyboardInterrupt`` wherever the signal lands; after ``main`` returned (in the console
     script's ``sys.exit``, or while the interpreter shuts down) nothing could catch it, and the process would
     end with a traceback, killed by SIGINT, whatever it wrote.
     """
-    with contextlib.suppress(ValueError):  # not the main thread, which alone receives signals: nothing to guard
-        signal.signal(signal.SIGINT, _noted)
+    for signum in stop_signals.taken():
+        with contextlib.suppress(ValueError):  # not the main thread, which alone receives signals: nothing to guard
+            signal.signal(signum, _noted)
 
 
 def _noted(signum: int, frame: FrameType | None) -> None:
@@ -295,12 +305,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``dynsteer`` console script (``argv`` None: the process's own command line).
 
     Ctrl-C at any point of a command, reading the command line included, ends it with one line on
-    stderr and exit status 130. Called as the process's entry point, a Ctrl-C after the command
-    is over changes nothing (``_ignore_interrupts``).
+    stderr and exit status 130; called as the process's entry point, SIGTERM and SIGHUP do the same,
+    with exit status 143 and 129 (``stop_signals``), and a Ctrl-C after the command is over changes
+    nothing (``_ignore_interrupts``).
     """
     program = argv is None
+    stop_signals.forget()  # a command called again in the same process starts without the last one's signal
     if program:
         _one_polars_thread()
+        stop_signals.take_all()
     try:
         code = _main(sys.argv[1:] if argv is None else argv)
         if program:
@@ -313,8 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         if program:
             _ignore_interrupts()
-        print("dynsteer: interrupted; files written so far are kept", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"dynsteer: interrupted{stop_signals.by_whom()}; files written so far are kept", file=sys.stderr)
+        return stop_signals.exit_status()
 
 
 def _one_polars_thread() -> None:

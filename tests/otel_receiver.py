@@ -116,3 +116,46 @@ def silent_port() -> Iterator[int]:
         s.bind(("127.0.0.1", 0))
         s.listen(64)
         yield s.getsockname()[1]
+
+
+@contextmanager
+def trickling_port(interval: float = 0.5) -> Iterator[int]:
+    """A collector that reads each request whole and answers 200 one byte every ``interval`` seconds (each read of the
+    socket then ends within any per-read timeout, and the answer never seems to end)."""
+    answer = b"HTTP/1.1 200 OK\r\nContent-Type: application/x-protobuf\r\nContent-Length: 0\r\n\r\n"
+    stop = threading.Event()
+
+    def serve(conn: socket.socket) -> None:
+        with conn:
+            try:
+                conn.settimeout(10)
+                data = b""
+                while b"\r\n\r\n" not in data:
+                    data += conn.recv(65536)
+                head, body = data.split(b"\r\n\r\n", 1)
+                size = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+                while len(body) < size:
+                    body += conn.recv(65536)
+                for byte in answer:
+                    if stop.wait(interval):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                pass
+
+    def accept(server: socket.socket) -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(64)
+        threading.Thread(target=accept, args=(server,), daemon=True).start()
+        try:
+            yield server.getsockname()[1]
+        finally:
+            stop.set()

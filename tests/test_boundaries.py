@@ -28,12 +28,13 @@ ROOT_FILES = frozenset({
     "__init__.py",  # the public API: re-exports from every place
     "cli.py",  # the dynsteer command
     "flags.py",  # settings from flags and DYNSTEER_* variables, for every command
+    "stop_signals.py",  # the signals that end every command as Ctrl-C does, and the exit status they give
     "logs.py",  # structlog set up for the command line and its worker processes
     "_moved.py",  # the previous layout's module paths, for one release
 })
 EDGE_PLACES = ("dynsteer_hook.files", "dynsteer_hook.llm", "dynsteer_hook.report", "dynsteer_hook.toolsandbox", "dynsteer_hook.otel", "dynsteer_hook.inspect",
                "dynsteer_hook.session", "dynsteer_hook.langchain", "dynsteer_hook.openai_agents",
-               "dynsteer_hook.cli", "dynsteer_hook.flags", "dynsteer_hook.logs", "dynsteer_hook._moved")
+               "dynsteer_hook.cli", "dynsteer_hook.flags", "dynsteer_hook.logs", "dynsteer_hook.stop_signals", "dynsteer_hook._moved")
 LANGCHAIN = frozenset({"langchain", "langchain_core", "langgraph"})
 FRAMEWORKS = frozenset({"tool_sandbox", "litellm", "openai", "opentelemetry", "inspect_ai", "agents"}) | LANGCHAIN
 ADAPTERS = ("dynsteer_hook.toolsandbox", "dynsteer_hook.inspect", "dynsteer_hook.langchain", "dynsteer_hook.openai_agents",
@@ -125,7 +126,8 @@ def test_pure_places_do_no_file_io(case: tuple[Place, Path]) -> None:
 
 
 def test_the_root_holds_the_entry_points_only() -> None:
-    """The package root holds the public API, the command line and its settings and logging, and the old paths' table."""
+    """The package root holds the public API, the command line and its settings, logging and stop signals, and the old
+    paths' table."""
     assert sorted(p.name for p in PACKAGE.glob("*.py")) == sorted(ROOT_FILES)
 
 

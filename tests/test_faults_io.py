@@ -311,11 +311,12 @@ def _judged_trace(path: Path) -> Path:
     [
         pytest.param(signal.SIGKILL, -signal.SIGKILL, True, id="kill"),
         pytest.param(signal.SIGINT, 130, False, id="ctrl_c"),
+        pytest.param(signal.SIGTERM, 143, False, id="sigterm"),
     ],
 )
 def test_evaluate_stopped_midway_keeps_the_earlier_files(earlier: tuple[Path, dict[str, bytes | str]], llm_server: FakeLLMServer,
                                                          sig: int, code: int, temp_left: bool) -> None:
-    """An evaluate killed or interrupted while it evaluates leaves the earlier run's files as they were; Ctrl-C also
+    """An evaluate killed or interrupted (Ctrl-C, SIGTERM) while it evaluates leaves the earlier run's files as they were; Ctrl-C also
     removes its temporary audit log and says so in one line, a kill leaves it (a readable prefix beside the old log).
 
     The signal comes while evaluate waits for its LLM judge, which does not answer while the test runs: evaluate is
@@ -351,7 +352,8 @@ def test_evaluate_stopped_midway_keeps_the_earlier_files(earlier: tuple[Path, di
         lines = (report / leftovers[0]).read_text(encoding="utf-8").split("\n")
         assert len(lines) > 1 and lines[-1] == "" and all(json.loads(x) for x in lines[:-1])
     else:
-        assert leftovers == [] and err == "dynsteer: interrupted; files written so far are kept\n"
+        by = "" if sig == signal.SIGINT else f" by {signal.Signals(sig).name}"
+        assert leftovers == [] and err == f"dynsteer: interrupted{by}; files written so far are kept\n"
 
 
 _LATE_CTRL_C = """
@@ -381,6 +383,11 @@ _CTRL_C_WHILE_PARSING = """
     [
         pytest.param(_LATE_CTRL_C, 0, "", id="after_the_command"),
         pytest.param(_CTRL_C_WHILE_PARSING, 130, "dynsteer: interrupted; files written so far are kept\n", id="reading_the_command_line"),
+        pytest.param(_LATE_CTRL_C.replace("SIGINT", "SIGTERM"), 0, "", id="sigterm_after_the_command"),
+        pytest.param(_CTRL_C_WHILE_PARSING.replace("SIGINT", "SIGTERM"), 143,
+                     "dynsteer: interrupted by SIGTERM; files written so far are kept\n", id="sigterm_reading_the_command_line"),
+        pytest.param(_CTRL_C_WHILE_PARSING.replace("SIGINT", "SIGHUP"), 129,
+                     "dynsteer: interrupted by SIGHUP; files written so far are kept\n", id="sighup_reading_the_command_line"),
     ],
 )
 def test_ctrl_c_outside_the_commands_work_ends_the_documented_way(code: str, status: int, err: str) -> None:

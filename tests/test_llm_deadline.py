@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -23,6 +24,7 @@ from fake_llm import FakeLLMServer, Reply
 import dynsteer_hook
 from dynsteer_hook.cli import main
 from dynsteer_hook.llm.client import LLMClient
+from dynsteer_hook.llm.transport import run_with_deadline
 from dynsteer_hook.model.errors import LLMUnavailableError
 from dynsteer_hook.model.events import ToolCall, ToolResult, UserMessage, event_to_record
 
@@ -144,3 +146,38 @@ def test_a_trickling_judge_degrades_to_tier_1_with_the_timeout_recorded(llm_serv
     assert b["tiers"]["efficiency"] == {"requested": 2, "used": 1}
     assert "did not answer within 2 s" in " ".join(b["degraded"])
     assert report["judge_usage"]["degraded"] >= 1 and report["outcome"] == "completed"
+
+
+class _StoppedError(Exception):
+    """Raised by the test's signal handler."""
+
+
+def test_a_signal_the_kernel_hands_to_the_attempts_thread_still_reaches_the_waiting_thread() -> None:
+    """A signal delivered to the attempt's thread (the kernel may pick any thread of the process) runs its Python handler
+    in the waiting main thread within a quarter of a second, not when the attempt ends: a long wait on a lock would
+    sleep through it (a SIGTERM to a run's worker then went unheard for the model call's whole timeout)."""
+    started = threading.Event()
+    attempt: list[int] = []
+
+    def slow() -> None:
+        attempt.append(threading.get_ident())
+        started.set()
+        time.sleep(30)
+
+    def signal_the_attempt() -> None:
+        started.wait(10)
+        time.sleep(0.2)
+        signal.pthread_kill(attempt[0], signal.SIGUSR1)
+
+    def stopped(signum: int, frame: Any) -> None:
+        raise _StoppedError
+
+    previous = signal.signal(signal.SIGUSR1, stopped)
+    try:
+        threading.Thread(target=signal_the_attempt, daemon=True).start()
+        start = time.monotonic()
+        with pytest.raises(_StoppedError):
+            run_with_deadline(slow, 20)
+        assert time.monotonic() - start < 3
+    finally:
+        signal.signal(signal.SIGUSR1, previous)

@@ -79,6 +79,23 @@ def test_totals_and_the_console_table_count_outcomes_halts_and_saved_steps() -> 
     assert text.splitlines()[-1].strip() == "run page     out/index.html"
 
 
+def test_an_unknown_similarity_is_shown_as_unknown_with_its_reason_and_left_out_of_the_mean() -> None:
+    """A result whose ToolSandbox similarity was not computed: its row has no similarity but the reason (the page shows
+    'unknown' and the reason), the mean is over the known ones, and the console counts the unknown one, never as 0."""
+    why = "not computed within its budget of 300 s (--similarity-budget)"
+    results = [_result("clean", similarity=0.5),
+               _result("wide", similarity=None, milestone_similarity=None, minefield_similarity=None, similarity_unknown=why)]
+    rows = {r["name"]: r for r in run_rows(results)}
+    assert rows["wide"]["sim"] is None and rows["wide"]["simwhy"] == why and rows["clean"]["simwhy"] == ""
+    t = totals(list(rows.values()))
+    assert t["mean_similarity"] == 0.5 and t["similarity_unknown"] == 1
+    assert "ToolSandbox similarity 0.500 (1 unknown, left out)" in console_table(t)
+    [entry] = [p for p in dynsteer_summary(results)["per_scenario"] if p["name"] == "wide"]
+    assert entry["similarity"] is None and entry["similarity_unknown"] == why
+    page = render_run_page("run", list(rows.values()))
+    assert "1 unknown, left out" in page
+
+
 def test_hostile_text_cannot_leave_the_json_block() -> None:
     """The embedded JSON has no <, > or & and no line separator, and reads back to the very same rows."""
     rows = run_rows(_mixed())

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import re
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -79,12 +80,32 @@ def run_with_deadline(fn: Callable[[], Any], seconds: float) -> Any:
             done.set()
 
     threading.Thread(target=attempt, name="dynsteer-llm-attempt", daemon=True).start()
-    if not done.wait(seconds):
+    if not wait_in_slices(done, seconds):
         raise _AttemptTimeoutError(f"no complete answer within {seconds:g} s")
     ok, value = outcome[0]
     if ok:
         return value
     raise value
+
+
+SIGNAL_SLICE = 0.25
+"""Seconds a waiting thread waits at a time before it looks at its signals again (``wait_in_slices``)."""
+
+
+def wait_in_slices(done: threading.Event, seconds: float) -> bool:
+    """``done.wait(seconds)``, waited a quarter of a second at a time.
+
+    A signal (Ctrl-C, SIGTERM) runs its Python handler in the main thread only, and only when that thread runs: the
+    kernel may hand it to another thread (the attempt's own, blocked in a read), and then a main thread asleep in one
+    long wait on a lock would sleep through it for as long as the wait lasts (minutes, for a model call).
+    """
+    end = time.monotonic() + seconds
+    while True:
+        remaining = end - time.monotonic()
+        if remaining <= 0:
+            return done.is_set()
+        if done.wait(min(SIGNAL_SLICE, remaining)):
+            return True
 
 
 _warmed: set[str] = set()

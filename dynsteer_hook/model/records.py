@@ -254,6 +254,9 @@ class NativeSimilarity(_Model):
     milestone_similarity: float | None = None
     minefield_similarity: float | None = None
     cut: bool = Field(default=False, description="The rollout was halted: the similarity is that of the cut trajectory.")
+    unknown: str | None = Field(default=None, description="Why ToolSandbox's similarity is unknown (None when it is known): "
+                                "not computed within its budget, interrupted, its evaluation failed, or still being computed "
+                                "when the report was written.")
 
 
 class Report(_Model):

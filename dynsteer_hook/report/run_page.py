@@ -75,6 +75,7 @@ def run_rows(results: Iterable[Mapping[str, Any]], *, prefix: str = "") -> list[
             "sim": _num(r.get("similarity")),
             "ms": _num(r.get("milestone_similarity")),
             "mf": _num(r.get("minefield_similarity")),
+            "simwhy": str(r.get("similarity_unknown") or ""),
             **_stop_fields(d.get("stop")),
             "fe": error_words(d.get("first_error") if isinstance(d.get("first_error"), Mapping) else None),
             "crash": crash or "",
@@ -159,6 +160,7 @@ def totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "halts_by_reason": dict(Counter(r["stop"] for r in rows if r["stop"]).most_common()),
         "mean_score": round(sum(judged) / len(judged), 4) if judged else None,
         "mean_similarity": round(sum(sims) / len(sims), 4) if sims else None,
+        "similarity_unknown": sum(1 for r in rows if r["sim"] is None and r.get("simwhy")),  # left out of the mean, never 0
         "steps_saved": sum(r["saved"] or 0 for r in rows),
         "judge_calls": sum(r["calls"] or 0 for r in rows),
         "judge_cost_usd": round(sum(r["cost"] or 0.0 for r in rows), 6),
@@ -176,7 +178,8 @@ def console_table(t: Mapping[str, Any], page: Path | None = None) -> str:
     lines = [
         ("scenarios", f"{t['scenarios']}: {counts(t['outcomes'])}"),
         ("halts", f"{sum(t['halts_by_reason'].values())}: {counts(t['halts_by_reason'])}" if t["halts_by_reason"] else "none"),
-        ("mean score", f"dynsteer {mean(t['mean_score'])}, ToolSandbox similarity {mean(t['mean_similarity'])}"),
+        ("mean score", f"dynsteer {mean(t['mean_score'])}, ToolSandbox similarity {mean(t['mean_similarity'])}"
+                       + (f" ({t['similarity_unknown']} unknown, left out)" if t.get("similarity_unknown") else "")),
         ("steps saved", str(t["steps_saved"])),
         ("judge calls", f"{t['judge_calls']} (cost ${t['judge_cost_usd']:.4f})"),
     ]

@@ -190,6 +190,7 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
             "similarity": r.get("similarity"),
             "milestone_similarity": r.get("milestone_similarity"),
             "minefield_similarity": r.get("minefield_similarity"),
+            "similarity_unknown": r.get("similarity_unknown"),
             "crashed": r.get("exception_type") is not None,
             "k": d["k"],
             "t": d["t"],

@@ -12,6 +12,8 @@ from dynsteer_hook.model.untrusted import clip
 def similarity_line(report: Report) -> str:
     """ToolSandbox's similarity in words, saying when it is that of a cut trajectory."""
     n = report.native
+    if n is not None and n.unknown is not None:
+        return f"unknown ({n.unknown})"
     if n is None or n.similarity is None:
         return "not evaluated by ToolSandbox"
     parts = [f"{n.similarity:.3f}"]

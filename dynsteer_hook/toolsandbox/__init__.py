@@ -7,5 +7,6 @@ the agents and users it can play (ToolSandbox's own by name, scripted, any litel
 compiled blueprints against ToolSandbox's hidden reference. ``commands/`` are the ToolSandbox
 side of the ``dynsteer`` command line, which imports ToolSandbox only when a command runs.
 Beside them, what every part uses: the scenarios (``scenarios``), their public view
-(``scenario_view``) and the tool-call gate (``calls``).
+(``scenario_view``), the tool-call gate (``calls``) and ToolSandbox's own similarity of a played
+rollout, within a budget (``similarity``).
 """

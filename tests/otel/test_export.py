@@ -4,13 +4,17 @@ collector that is down or hangs, which costs one bounded export and one warning,
 from __future__ import annotations
 
 import json
+import os
+import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import structlog
 from builders import UserMessage, act, call, family, settle_events
-from otel_receiver import attributes, closed_port, otlp_receiver, silent_port
+from otel_receiver import attributes, closed_port, otlp_receiver, silent_port, trickling_port
 from otel_support import feed
 
 from dynsteer_hook.otel import export
@@ -106,6 +110,57 @@ def test_a_dead_collector_costs_one_bounded_export_and_one_warning(collector: st
     assert played < 2 * plain + 1.0, (plain, played)  # the rollouts never wait for the collector (waiting, each would take 1 s)
     assert flush < 2.5, flush  # one export of at most 1 s (and its one quick retry); the breaker dropped the rest
     assert len(warnings) == 1 and warnings[0]["target"] == url, warnings
+
+
+@contextmanager
+def _stalling(kind: str, tmp_path: Path) -> Iterator[OtelSettings]:
+    """Settings whose exports stall: a collector that answers one byte every half second, or a pipe nobody reads."""
+    if kind == "trickling":
+        with trickling_port() as port:
+            yield OtelSettings(endpoint=f"http://127.0.0.1:{port}")
+    else:
+        os.mkfifo(tmp_path / "pipe")
+        yield OtelSettings(file=tmp_path / "pipe")
+
+
+def _timed(action: Callable[[], None], bound: float = 20.0) -> float:
+    """Seconds ``action`` took, run in a thread given up after ``bound`` (a stalled flush fails the test, never hangs it)."""
+    thread = threading.Thread(target=action, daemon=True)
+    start = time.perf_counter()
+    thread.start()
+    thread.join(bound)
+    assert not thread.is_alive(), f"still waiting after {bound} s"
+    return time.perf_counter() - start
+
+
+@pytest.mark.parametrize("kind", ["trickling", "pipe"])
+def test_a_stalled_export_costs_the_end_one_bounded_wait_and_one_warning(kind: str, tmp_path: Path) -> None:
+    """A collector that trickles its answer (each read of the socket within the timeout) or a pipe nobody reads: the
+    rollouts never wait, the flush at the end waits at most its deadline, and one warning names the target and the stall."""
+    with _stalling(kind, tmp_path) as settings, structlog.testing.capture_logs() as logs:
+        plain = _played(20, None)
+        telemetry, watcher = _exporting(settings)
+        played = _played(20, watcher)
+        time.sleep(0.6)  # the batch's first export starts (and stalls) while the run goes on
+        flush = _timed(telemetry.shutdown)
+    assert played < 2 * plain + 1.0, (plain, played)
+    assert flush < export.FLUSH_DEADLINE + 0.5, flush
+    warnings = [e for e in logs if e["log_level"] == "warning"]
+    assert len(warnings) == 1 and warnings[0]["target"] == settings.target, warnings
+    assert ("no complete answer" if kind == "trickling" else "nothing reads the pipe") in warnings[0]["reason"], warnings
+
+
+def test_the_end_has_one_deadline_for_every_telemetry_together(tmp_path: Path) -> None:
+    """Two telemetries whose exports stall (a trickling collector, a pipe nobody reads) are stopped within one deadline,
+    not one each (the SDK alone gives each of their four processors 30 s)."""
+    with _stalling("trickling", tmp_path) as slow, _stalling("pipe", tmp_path) as pipe, structlog.testing.capture_logs() as logs:
+        for settings in (slow, pipe):
+            watcher = OtelObserver(settings, telemetry=telemetry_for(settings))
+            feed(CHAIN, settle_events(["a", "b", "c"]), watcher)
+        flush = _timed(export.shutdown_all)
+    assert flush < export.FLUSH_DEADLINE + 0.5, flush
+    targets = sorted(e["target"] for e in logs if e["log_level"] == "warning")
+    assert targets == sorted([slow.target, pipe.target]), logs
 
 
 def test_the_breaker_drops_while_open_and_tries_again_after_the_cooldown() -> None:

@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
+import time
 from pathlib import Path
 
 import pytest
 from builders import call, family, settle_events
-from otel_receiver import attributes, otlp_receiver
+from otel_receiver import attributes, otlp_receiver, trickling_port
 
 from dynsteer_hook.cli import EXIT_USAGE, main
 from dynsteer_hook.files.blueprints import save_blueprint
 from dynsteer_hook.model.events import Event, event_to_record
+from dynsteer_hook.otel.export import FLUSH_DEADLINE
 
 pytestmark = pytest.mark.usefixtures("core_cli")
 
@@ -71,3 +74,27 @@ def test_telemetry_is_never_appended_to_an_input(tmp_path: Path, capsys: pytest.
     err = capsys.readouterr().err
     assert f"--otel {tmp_path / target} is the input" in err and err.count("\n") == 1
     assert (tmp_path / target).read_bytes() == before and not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("kind", ["trickling", "pipe"])
+def test_evaluate_writes_its_report_and_exits_whatever_the_telemetry_does(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                          kind: str) -> None:
+    """--otel to a collector that answers one byte every half second, or to a pipe nobody reads: the report is written, the
+    exit status is 0 within the flush deadline, and one warning names the target."""
+    def timed(target: str) -> float:
+        start = time.perf_counter()
+        assert _evaluate(tmp_path, settle_events(["a", "b", "c"]), "--otel", target) == 0
+        return time.perf_counter() - start
+
+    if kind == "trickling":
+        with trickling_port() as port:
+            target = f"http://127.0.0.1:{port}"
+            took = timed(target)
+    else:
+        target = str(tmp_path / "pipe")
+        os.mkfifo(target)
+        took = timed(target)
+    assert took < FLUSH_DEADLINE + 2.0, took
+    assert json.loads((tmp_path / "out" / "dynsteer_report.json").read_text())["outcome"] == "completed"
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "OpenTelemetry" in line]
+    assert len(warnings) == 1 and target in warnings[0], warnings

@@ -249,20 +249,13 @@ def test_run_on_a_full_disk_is_one_sentence_and_tears_nothing(tmp_path: Path) ->
 # ---- Ctrl-C --------------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize(
-    ("processes", "to_group"),
-    [pytest.param(2, True, id="p2-ctrl_c_in_a_terminal"), pytest.param(2, False, id="p2-kill_int_to_the_parent"),
-     pytest.param(1, False, id="p1-kill_int")],
-)
-def test_ctrl_c_ends_in_flight_scenarios_as_interrupted_and_writes_the_summaries(
-    processes: int, to_group: bool, llm_server: FakeLLMServer, tmp_path: Path
-) -> None:
-    """A real SIGINT while agents wait on their model: exit 130, one line on stderr and no traceback, each in-flight
-    scenario's report written (JSON and Markdown) and marked interrupted, the queued ones not started, and both
-    summaries written with the interruption recorded."""
-    names = [A, B, C]
-    llm_server.script(*[Reply(content="Let me think.", delay=120)] * 3)
+def _signalled(llm_server: FakeLLMServer, tmp_path: Path, names: list[str], processes: int, to_group: bool, sig: signal.Signals,
+               times: int = 1) -> tuple[subprocess.Popen[str], str, str]:
+    """``dynsteer run`` of ``names`` whose agents wait on their model, sent ``sig`` ``times`` (to the parent or to its
+    whole process group) once ``processes`` agents are waiting; the process, its stdout and its stderr."""
+    import time
+
+    llm_server.script(*[Reply(content="Let me think.", delay=120)] * len(names))
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(
         [sys.executable, "-m", "dynsteer_hook.cli", "run", "--agent", LITELLM, "--agent-model", "openai/fake-agent",
@@ -271,29 +264,51 @@ def test_ctrl_c_ends_in_flight_scenarios_as_interrupted_and_writes_the_summaries
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
     )
     try:
-        import time
-
         deadline = time.monotonic() + 300
         while llm_server.in_flight < processes:
             assert proc.poll() is None and time.monotonic() < deadline, "the agents never called their model"
             time.sleep(0.05)
-        if to_group:
-            os.killpg(proc.pid, signal.SIGINT)  # what a terminal's Ctrl-C does
-        else:
-            os.kill(proc.pid, signal.SIGINT)
+        for _ in range(times):
+            if to_group:
+                os.killpg(proc.pid, sig)  # what a terminal's Ctrl-C (or its closing) does
+            else:
+                os.kill(proc.pid, sig)
+            time.sleep(0.05)
         out, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert proc.returncode == 130, err
-    assert "Traceback" not in err
+    return proc, out, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("processes", "to_group", "sig"),
+    [pytest.param(2, True, signal.SIGINT, id="p2-ctrl_c_in_a_terminal"), pytest.param(2, False, signal.SIGINT, id="p2-kill_int_to_the_parent"),
+     pytest.param(1, False, signal.SIGINT, id="p1-kill_int"), pytest.param(2, False, signal.SIGTERM, id="p2-kill_term_to_the_parent"),
+     pytest.param(2, True, signal.SIGTERM, id="p2-kill_term_to_the_group"), pytest.param(2, True, signal.SIGHUP, id="p2-terminal_closed"),
+     pytest.param(1, False, signal.SIGTERM, id="p1-kill_term")],
+)
+def test_ctrl_c_ends_in_flight_scenarios_as_interrupted_and_writes_the_summaries(
+    processes: int, to_group: bool, sig: signal.Signals, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    """A real SIGINT (or SIGTERM, or SIGHUP) while agents wait on their model: exit 128 + the signal (130, 143, 129), one
+    line on stderr naming the signal, no traceback and no leaked semaphore, each in-flight scenario's report written
+    (JSON and Markdown) and marked interrupted, the queued ones not started, and both summaries and the run page written
+    with the interruption recorded."""
+    names = [A, B, C]
+    proc, out, err = _signalled(llm_server, tmp_path, names, processes, to_group, sig)
+    assert proc.returncode == 128 + sig, err
+    assert "Traceback" not in err and "leaked" not in err and "BrokenPipeError" not in err, err
+    by = "" if sig == signal.SIGINT else f" by {sig.name}"
     lines = [x for x in err.splitlines() if x.strip() and not PROGRESS.match(x)]
-    assert len(lines) == 1 and lines[0].startswith("dynsteer: interrupted: 0 scenario(s) finished, "
+    assert len(lines) == 1 and lines[0].startswith(f"dynsteer: interrupted{by}: 0 scenario(s) finished, "
                                                    f"{processes} stopped while playing (reports marked interrupted), "
                                                    f"{3 - processes} not started; summaries in "), err
     run = _only_dir(tmp_path / "out")
     result = json.loads((run / "result_summary.json").read_text())
     summary = json.loads((run / "dynsteer_summary.json").read_text())
+    assert (run / "index.html").is_file()
     stopped = summary["interrupted"]
     assert len(stopped["in_flight"]) == processes and sorted(stopped["in_flight"] + stopped["not_started"]) == sorted(names)
     assert {k: result["interrupted"][k] for k in ("finished", "in_flight", "not_started")} == stopped
@@ -306,6 +321,22 @@ def test_ctrl_c_ends_in_flight_scenarios_as_interrupted_and_writes_the_summaries
     for name in stopped["not_started"]:
         assert not (run / "trajectories" / name).exists() and f"{name}: interrupted before it started" in out
     assert not list(run.rglob("*.tmp"))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("to_group", [pytest.param(False, id="to_the_parent"), pytest.param(True, id="to_the_group")])
+def test_a_second_sigterm_stops_waiting_for_the_workers_and_still_writes_the_summaries(
+    to_group: bool, llm_server: FakeLLMServer, tmp_path: Path
+) -> None:
+    """Two SIGTERMs in a row to `dynsteer run -p 2`: the second ends the workers (which take SIGTERM as Ctrl-C until the
+    parent gives up on them) and the wait, whenever it lands (even while the workers exit); the summaries and the page are
+    written and the exit status is 143, with no traceback."""
+    proc, _, err = _signalled(llm_server, tmp_path, [A, B, C], 2, to_group, signal.SIGTERM, times=2)
+    assert proc.returncode == 143 and "Traceback" not in err, err
+    lines = [x for x in err.splitlines() if x.strip() and not PROGRESS.match(x) and "leaked semaphore" not in x and "warnings.warn" not in x]
+    assert len(lines) == 1 and lines[0].startswith("dynsteer: interrupted by SIGTERM: 0 scenario(s) finished, "), err
+    run = _only_dir(tmp_path / "out")
+    assert {"result_summary.json", "dynsteer_summary.json", "index.html"} <= {p.name for p in run.iterdir()}
 
 
 # ---- demo --------------------------------------------------------------------------------------------------------

@@ -7,7 +7,8 @@ import signal
 
 import pytest
 
-from dynsteer_hook.toolsandbox.live.interrupts import InterruptControl, installed
+from dynsteer_hook import stop_signals
+from dynsteer_hook.toolsandbox.live.interrupts import InterruptControl, ignoring_interrupts, installed
 
 
 def test_ctrl_c_outside_a_rollout_is_only_noted() -> None:
@@ -72,3 +73,31 @@ def test_installed_control_takes_the_signal_and_gives_it_back() -> None:
         signal.raise_signal(signal.SIGINT)
         assert control.requested
     assert signal.getsignal(signal.SIGINT) is previous
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_are_taken_as_ctrl_c_and_noted(sig: signal.Signals) -> None:
+    """While a control is installed, SIGTERM and SIGHUP reach it as Ctrl-C does (the process is not killed), the signal
+    is kept for the exit status (128 + its number), and afterwards the previous handler is back."""
+    stop_signals.forget()
+    previous = signal.getsignal(sig)
+    try:
+        with installed() as control:
+            signal.raise_signal(sig)
+            assert control.requested
+        assert signal.getsignal(sig) is previous
+        assert stop_signals.received() == sig and stop_signals.exit_status() == 128 + sig
+    finally:
+        stop_signals.forget()
+
+
+def test_a_signal_ignored_at_the_start_stays_ignored() -> None:
+    """Under nohup (SIGHUP ignored) a run does not take SIGHUP, and workers spawned meanwhile are told not to either."""
+    previous = signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    try:
+        with installed():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+        with ignoring_interrupts() as taken:
+            assert signal.SIGHUP not in taken and signal.SIGTERM in taken
+    finally:
+        signal.signal(signal.SIGHUP, previous)

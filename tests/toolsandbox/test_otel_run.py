@@ -4,15 +4,20 @@ test starts: one trace per rollout, the stage verdicts on the calls that closed 
 from __future__ import annotations
 
 import json
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from otel_receiver import Received, attributes, otlp_receiver
+from otel_receiver import Received, attributes, otlp_receiver, trickling_port
 from ts_support import SCRIPTS, A, D, E
 
 from dynsteer_hook.cli import EXIT_USAGE, main
 from dynsteer_hook.model.blueprint import AGENT_MESSAGE_TOOL
+from dynsteer_hook.otel.export import FLUSH_DEADLINE
 
 pytestmark = pytest.mark.toolsandbox
 
@@ -120,3 +125,38 @@ def test_worker_processes_export_their_rollouts_before_they_exit(scenarios: dict
     assert sorted(v["dynsteer.scenario"] for v in values if "dynsteer.scenario" in v) == sorted([A, E])
     renamed = [v for v in values if "gen_ai.tool.name" in v and v["gen_ai.tool.name"] != v["dynsteer.tool.resolved"]]
     assert renamed, "the scrambled scenario's calls name tools the agent saw under other names"
+
+
+@contextmanager
+def _stalling(kind: str, tmp_path: Path) -> Iterator[str]:
+    """An --otel target whose exports stall: a collector that answers one byte every half second, or a pipe nobody reads."""
+    if kind == "trickling":
+        with trickling_port() as port:
+            yield f"http://127.0.0.1:{port}"
+    else:
+        os.mkfifo(tmp_path / "pipe")
+        yield str(tmp_path / "pipe")
+
+
+@pytest.mark.parametrize("kind", ["trickling", "pipe"])
+def test_telemetry_that_stalls_never_holds_the_run(kind: str, scenarios: dict[str, Any], tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """A run of one scenario with --otel to a collector that trickles its answers or to a pipe nobody reads ends about as
+    fast as without --otel (the end waits at most its flush deadline), exit 0 with every file written, and one warning on
+    stderr names the target (the SDK alone held such a run for a minute, silently)."""
+    start = time.perf_counter()
+    assert main(["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"), "-s", A,
+                 "-p", "1", "-o", str(tmp_path / "plain")]) == 0
+    plain = time.perf_counter() - start
+    capsys.readouterr()
+    with _stalling(kind, tmp_path) as target:
+        start = time.perf_counter()
+        assert _run("clean_solver", A, tmp_path / "out", target) == 0
+        took = time.perf_counter() - start
+    assert took < plain + FLUSH_DEADLINE + 3.0, (plain, took)
+    run = _run_dir(tmp_path / "out")
+    assert {"result_summary.json", "dynsteer_summary.json", "index.html"} <= {p.name for p in run.iterdir()}
+    assert _report(run, A)["outcome"] == "completed"
+    err = capsys.readouterr().err
+    warnings = [line for line in err.splitlines() if "OpenTelemetry" in line]
+    assert len(warnings) == 1 and target in warnings[0], err

@@ -161,6 +161,8 @@ def test_same_result_maps_identifiers_and_tolerates_clock_readings_only() -> Non
     assert not same_result("1785842875.43", "1785852875.0", ids)[0]  # hours apart
     assert not same_result("42.5", "43.5", ids)[0]  # not a timestamp
     assert not same_result("[]", "[{'a': 1}]", ids)[0]
+    crash = "NoDataError: No db entry matching predicate=<Expr ['[(col(\"person_id\"))…'] at 0x{}> found"
+    assert same_result(crash.format("7FA9B27B16D0"), crash.format("7F00DEADBEEF"), ids)[0]
 
 
 def test_build_time_is_read_off_starting_rows_a_recording_shows(tmp_path: Path) -> None:

@@ -241,3 +241,19 @@ def test_categories_named_like_object_properties_are_counted_and_filtered(browse
         page.select_option("#f-cat", name)
         assert len(_rows(page)) == n, name
     assert problems == []
+
+
+def test_an_unknown_similarity_reads_unknown_with_its_reason(browser: Any, mixed: dict[str, Any], tmp_path: Path) -> None:  # noqa: F811
+    """A scenario whose ToolSandbox similarity was not computed shows 'unknown' and the reason in its cell, not 0 or an
+    empty cell, and sorts with the empty cells (last); the card counts it as left out of the mean."""
+    clean = next(r for r in mixed["played"] if not r["dynsteer"]["halted"])
+    why = "not computed within its budget of 300 s (--similarity-budget)"
+    wide = {**clean, "name": "wide", "similarity": None, "milestone_similarity": None, "minefield_similarity": None,
+            "similarity_unknown": why}
+    page, problems = _open(browser, write_run_page(tmp_path, "unknown", run_rows([clean, wide])))
+    [cells] = [row["cells"] for row in _rows(page) if row["cells"][0].startswith("wide")]
+    assert cells[3].startswith("unknown") and why in cells[3], cells
+    page.locator('th[data-key="sim"] button').click()
+    assert _rows(page)[-1]["cells"][0].startswith("wide")
+    assert "1 unknown, left out" in page.locator("body").inner_text()
+    assert problems == []

@@ -69,7 +69,8 @@
     o.appendChild(badge);
     sub(o, r.crash, 120);
     td(tr, "num", fixed(r.score, 3));
-    var sim = td(tr, "num", fixed(r.sim, 3));
+    var sim = td(tr, "num", r.sim === null && r.simwhy ? "unknown" : fixed(r.sim, 3));
+    sub(sim, r.simwhy, 90);
     if (r.ms !== null) sub(sim, "milestone " + fixed(r.ms, 2));
     if (r.mf !== null) sub(sim, "minefield " + fixed(r.mf, 2));
     if (r.rec !== undefined && r.rec !== null) sub(sim, "recorded " + fixed(r.rec, 3) + (r.repro === false ? ", not reproduced" : ""));

@@ -42,6 +42,9 @@ def add_rerun_parser(sub: Any, *, flags: bool = True) -> None:
     p.add_argument("--started-at", default=None, metavar="ISO_TIME",
                    help="when the recordings started, for run folders whose name holds no time (e.g. 2026-08-05T04:48:20Z)")
     p.add_argument("--no-events", action="store_true", help="do not write dynsteer_events.jsonl per rollout")
+    p.add_argument("--similarity-budget", type=float, default=None, metavar="SECONDS",
+                   help="seconds ToolSandbox's own similarity of one re-executed rollout may take; past it the similarity is "
+                        "unknown, with the reason, and the recording undecided (default 300, env DYNSTEER_RUN_SIMILARITY_BUDGET)")
     p.add_argument("--allow-stale-blueprints", action="store_true",
                    help="play blueprints compiled from another version of the scenario's public view (reported as stale)")
     add_engine_flags(p)
@@ -124,7 +127,10 @@ def cmd_rerun(args: argparse.Namespace) -> int:
         print(f"skipped: {problem}", file=sys.stderr)
     if not transcripts:
         raise DynsteerError(f"none of the {len(skipped)} recording(s) can be played again (each reason above); nothing was run")
+    from dynsteer_hook.toolsandbox.commands.run import _similarity
+
     options = RunOptions(agent="Scripted", user="Scripted", evaluator=args.evaluator, blueprint_dir=args.blueprints,
+                         similarity=_similarity(args),
                          config=config, judges=settings, write_events=not args.no_events, allow_stale=args.allow_stale_blueprints,
                          observers=otel_observers(args, source="rerun", theta_pass=config.theta_pass,
                                                   inputs=(args.blueprints, *args.sources)))

@@ -9,13 +9,15 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from dynsteer_hook import stop_signals
 from dynsteer_hook.model.errors import DynsteerError, OutputError
 
 if TYPE_CHECKING:
     from dynsteer_hook.report.gates import Gates
 
 EXIT_CRASHED = 1  # a scenario crashed: everything was written, but the run is not a result to trust
-EXIT_INTERRUPTED = 130  # exit statuses, first that applies: 130 interrupted, 2 bad input or unwritten files, 1 crashed, 3 a gate failed
+EXIT_INTERRUPTED = 130  # Ctrl-C; SIGTERM and SIGHUP give 143 and 129 (``stop_signals.exit_status``)
+# Exit statuses, the first that applies: interrupted (130, 143, 129), 2 bad input or unwritten files, 1 crashed, 3 a gate failed.
 
 
 def add_run_parser(sub: Any, *, flags: bool = True) -> None:
@@ -51,6 +53,9 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     run.add_argument("--rollout-deadline", type=float, default=None, metavar="SECONDS",
                      help="seconds a rollout may play before its conversation is ended, noted in the report "
                           "(default none, env DYNSTEER_RUN_ROLLOUT_DEADLINE)")
+    run.add_argument("--similarity-budget", type=float, default=None, metavar="SECONDS",
+                     help="seconds ToolSandbox's own similarity of one rollout may take, computed after dynsteer's report; past "
+                          "it the similarity is recorded as unknown, with the reason (default 300, env DYNSTEER_RUN_SIMILARITY_BUDGET)")
     run.add_argument("--allow-stale-blueprints", action="store_true",
                      help="play blueprints compiled from another version of the scenario's public view (reported as stale)")
     add_model_flags(run, AGENT_MODEL, title=f"LiteLLM agent (--agent {LITELLM}: any model litellm reaches plays the agent)",
@@ -104,7 +109,12 @@ def _verdict(result: dict[str, Any], colour: bool = False) -> str:
         head = paint(outcome, "green" if outcome == "completed" else "bold", colour)
         head += f": settled {len(d.get('settled', []))}/{len(d.get('settled', [])) + len(d.get('unsettled', []))}"
     score = f"dynsteer {d['score']:.3f}, " if "score" in d else ""
-    similarity = f"ToolSandbox similarity {float(result['similarity']):.3f}" if "similarity" in result else "not evaluated by ToolSandbox"
+    if result.get("similarity_unknown"):
+        similarity = f"ToolSandbox similarity unknown ({result['similarity_unknown']})"
+    elif isinstance(result.get("similarity"), (int, float)):
+        similarity = f"ToolSandbox similarity {float(result['similarity']):.3f}"
+    else:
+        similarity = "not evaluated by ToolSandbox"
     notes = [note for flag, note in ((d.get("blueprint_stale"), "stale blueprint"), (d.get("incomplete_logs"), "logs incomplete"),
                                      (d and not d.get("report_written", True), "report not written")) if flag]
     return f"{head}; {score}{similarity}" + (f" [{', '.join(notes)}]" if notes else "")
@@ -119,6 +129,7 @@ def _finish(results: list[dict[str, Any]], out: Path, gates: Gates | None = None
     from dynsteer_hook.report.run_page import INDEX_HTML, console_table, run_rows, totals
     from dynsteer_hook.report.run_summary import IN_FLIGHT, NOT_STARTED, interruption
     from dynsteer_hook.toolsandbox.commands.gating import gated_status, row_measures, say_failed, verdicts
+    from dynsteer_hook.toolsandbox.similarity import INTERRUPTED as SIMILARITY_INTERRUPTED
 
     colour = use_colour(sys.stdout)
     for r in sorted(results, key=lambda r: r["name"]):
@@ -129,11 +140,19 @@ def _finish(results: list[dict[str, Any]], out: Path, gates: Gates | None = None
     if cached:
         print(cache_sentence({k: sum(c[k] for c in cached) for k in ("hits", "misses", "corrupt", "unwritable")}))
     sys.stdout.flush()
+    unknown = _similarity_sentence(results)
     stopped = interruption(results)
     if stopped is not None:
-        print(f"dynsteer: interrupted: {stopped['finished']} scenario(s) finished, {len(stopped[IN_FLIGHT])} stopped while playing "
-              f"(reports marked interrupted), {len(stopped[NOT_STARTED])} not started; summaries in {out}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        print(f"dynsteer: interrupted{stop_signals.by_whom()}: {stopped['finished']} scenario(s) finished, {len(stopped[IN_FLIGHT])} "
+              f"stopped while playing (reports marked interrupted), {len(stopped[NOT_STARTED])} not started; summaries in {out}",
+              file=sys.stderr)
+        return stop_signals.exit_status()
+    if any(r.get("similarity_unknown") == SIMILARITY_INTERRUPTED for r in results):
+        # Every scenario played to its end, but the interruption cut ToolSandbox's similarity of the last ones.
+        print(f"dynsteer: interrupted{stop_signals.by_whom()}: every scenario finished; {unknown}; summaries in {out}", file=sys.stderr)
+        return stop_signals.exit_status()
+    if unknown:
+        print(f"dynsteer: {unknown}", file=sys.stderr)
     judged = verdicts(gates, row_measures(run_rows(results))) if gates is not None else []
     # Files that could not be written (a report the evaluator never made is a crash, said in its verdict).
     faulty = [r["name"] for r in results if (r.get("dynsteer") or {}).get("incomplete_logs") or (r.get("dynsteer") or {}).get("report_error")]
@@ -144,6 +163,17 @@ def _finish(results: list[dict[str, Any]], out: Path, gates: Gates | None = None
         raise OutputError(f"{len(faulty)} scenario(s) could not write all their files ({why}), e.g. {faulty[0]}; "
                           "their results and reports say what is missing; free some space and run them again")
     return gated_status(judged, _crash_status(results, out / "result_summary.json"))
+
+
+def _similarity_sentence(results: list[dict[str, Any]]) -> str:
+    """How many scenarios have no ToolSandbox similarity, and why (by reason), or "" when every one has it."""
+    unknown = sorted((r for r in results if r.get("similarity_unknown")), key=lambda r: r["name"])
+    if not unknown:
+        return ""
+    reasons = Counter(str(r["similarity_unknown"]) for r in unknown)
+    why = "; ".join(f"{n} x {reason}" if len(reasons) > 1 else reason for reason, n in reasons.most_common(3))
+    return (f"ToolSandbox's similarity of {len(unknown)} scenario(s) is unknown (e.g. {unknown[0]['name']}): {why}; "
+            "their dynsteer reports and results are complete")
 
 
 def _crash_status(results: list[dict[str, Any]], summary: Path, shown: int = 3) -> int:
@@ -213,6 +243,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         user_model=user_model,
         allow_stale=args.allow_stale_blueprints,
         limits=_limits(args),
+        similarity=_similarity(args),
         observers=otel_observers(args, source="run", theta_pass=config.theta_pass, inputs=(args.blueprints, script)),
     )
     # What can be checked without ToolSandbox's scenarios is checked before they load (seconds).
@@ -238,9 +269,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
         with RunProgress(len(scenarios)) as progress:
             results = run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
                                     ray_address=args.ray_address, progress=progress.finished)
+        return _finish(results, out, gates)
     finally:
-        otel_shutdown(options.observers)
-    return _finish(results, out, gates)
+        otel_shutdown(options.observers)  # once every file is written and the verdicts told: telemetry never holds them
 
 
 def _limits(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Any:
@@ -267,6 +298,26 @@ def _limits(args: argparse.Namespace, environ: dict[str, str] | None = None) -> 
     if deadline is not None and not deadline > 0:
         raise DynsteerError(f"--rollout-deadline {deadline} must be a positive number of seconds")
     return RolloutLimits(max_parallel_calls=cap, deadline=deadline)
+
+
+def _similarity(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Any:
+    """How ToolSandbox's similarity runs: ``--similarity-budget``, else ``DYNSTEER_RUN_SIMILARITY_BUDGET``, else 300 s."""
+    import math
+    import os
+
+    from dynsteer_hook.toolsandbox.similarity import DEFAULT_BUDGET, SimilarityOptions
+
+    env = os.environ if environ is None else environ
+    budget, origin = args.similarity_budget, "--similarity-budget"
+    if budget is None:
+        raw, origin = env.get("DYNSTEER_RUN_SIMILARITY_BUDGET", ""), "DYNSTEER_RUN_SIMILARITY_BUDGET"
+        try:
+            budget = float(raw) if raw.strip() else DEFAULT_BUDGET
+        except ValueError:
+            raise DynsteerError(f"{origin}={raw!r} is not a number; fix or unset the variable") from None
+    if not (math.isfinite(budget) and budget > 0):
+        raise DynsteerError(f"{origin} {budget} must be a positive number of seconds (default {DEFAULT_BUDGET:g})")
+    return SimilarityOptions(budget=budget)
 
 
 def _role_model(args: argparse.Namespace, role: Literal["agent", "user"]) -> Any:
@@ -321,9 +372,9 @@ def _cmd_demo(args: argparse.Namespace) -> int:
             print(f"  {r['name']}: {_verdict(r, colour)}")
         stopped = interruption(results)
         if stopped is not None:
-            print(f"dynsteer: interrupted during the {label} agent; its summaries and every report written so far are in {out}",
-                  file=sys.stderr)
-            return EXIT_INTERRUPTED
+            print(f"dynsteer: interrupted{stop_signals.by_whom()} during the {label} agent; its summaries and every report written "
+                  f"so far are in {out}", file=sys.stderr)
+            return stop_signals.exit_status()
     sys.stdout.flush()
     return _crash_status(played, base / "<agent>" / "result_summary.json")
 

@@ -10,8 +10,9 @@ looks like (``stopped``). Locally, workers then start with Ctrl-C ignored and in
 ``InterruptControl`` first thing; the parent forwards a first Ctrl-C to them and keeps collecting
 what they return (an interrupted scenario comes back as a result too), then closes and joins the
 pool so that workers exit on their own and clean up after themselves; a second Ctrl-C stops the
-wait and terminates them. On Ray, Ctrl-C stops the wait and cancels the tasks not yet returned.
-Other jobs (replays) simply stop at Ctrl-C.
+wait and kills them (they take SIGTERM as Ctrl-C, so the pool's own terminate kills instead).
+SIGTERM and SIGHUP count as Ctrl-C throughout (``interrupts``). On Ray, Ctrl-C stops the wait and
+cancels the tasks not yet returned. Other jobs (replays) simply stop at Ctrl-C.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
+from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any, Literal, TypeVar
 
 from dynsteer_hook.model.errors import DynsteerError
@@ -54,9 +56,24 @@ def _call(worker: Callable[[Any], Any], job: Any) -> Any:
     return worker(job)
 
 
-def _init_interruptible_worker(shared: Any) -> None:
+def _init_interruptible_worker(shared: Any, signals: tuple[int, ...]) -> None:
     _quiet_logs()
-    interrupts.init_worker(shared)
+    interrupts.init_worker(shared, signals)
+
+
+class _Worker(SpawnProcess):
+    """A worker of a pool whose jobs handle Ctrl-C: it takes SIGTERM as Ctrl-C, so the pool's terminate, which ends
+    workers with SIGTERM, kills it instead. The pool kills them only once it holds its task queue's lock (a worker
+    killed while it held that lock, waiting for a task, would hang the terminate)."""
+
+    def terminate(self) -> None:
+        self.kill()
+
+
+class _Spawning(SpawnContext):
+    """The ``spawn`` context, with workers that the pool's terminate kills (``_Worker``)."""
+
+    Process = _Worker
 
 
 def _ray() -> Any:
@@ -124,25 +141,28 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
         with interrupts.installed():
             yield from _told((worker(job) for job in jobs), tell)
         return
-    ctx = multiprocessing.get_context("spawn")
-    stop = ctx.Event()
-    with interrupts.ignoring_interrupts():  # workers start deaf to Ctrl-C until their control is in place
-        pool = ctx.Pool(min(processes, len(jobs)), initializer=_init_interruptible_worker, initargs=(stop,))
+    ctx = _Spawning()
+    # Workers, and the resource tracker the stop event starts, begin deaf to Ctrl-C (and SIGTERM, SIGHUP) until their
+    # control is in place: a signal to the whole process group then reaches only processes ready for it.
+    with interrupts.ignoring_interrupts() as signals:
+        stop = ctx.Event()
+        pool = ctx.Pool(min(processes, len(jobs)), initializer=_init_interruptible_worker, initargs=(stop, signals))
     came: dict[int, R] = {}
     with interrupts.ParentControl(stop).installed():
         try:
             # In completion order, so that a second Ctrl-C keeps every result that came back.
-            for i, r in pool.imap_unordered(partial(_numbered, worker), enumerate(jobs)):
+            for i, r in _in_slices(pool.imap_unordered(partial(_numbered, worker), enumerate(jobs))):
                 came[i] = r
                 tell(r)
             pool.close()  # workers then exit on their own, cleaning up after themselves (terminate would not)
-        except KeyboardInterrupt:  # a second Ctrl-C: stop waiting, keep what came back
-            pool.terminate()
+            pool.join()
+        except KeyboardInterrupt:  # a second Ctrl-C, while results come or workers exit: stop waiting, keep what came back
+            pool.terminate()  # kills the workers (``_Worker``)
+            pool.join()  # quick: the workers are gone, and the parent takes no third Ctrl-C
         except BaseException:
             pool.terminate()
-            raise
-        finally:
             pool.join()
+            raise
     for i, job in enumerate(jobs):
         if i in came:
             yield came[i]
@@ -150,6 +170,21 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
             given_up = stopped(job)
             tell(given_up)
             yield given_up
+
+
+SIGNAL_SLICE = 0.25  # seconds the parent waits for a result at a time before it looks at its signals again
+
+
+def _in_slices(results: Any) -> Iterator[Any]:
+    """The results of a pool's ``imap_unordered``, waited for a quarter of a second at a time: a signal runs its Python
+    handler in the main thread only when that thread runs, and the kernel may hand it to one of the pool's threads."""
+    while True:
+        try:
+            yield results.next(SIGNAL_SLICE)
+        except multiprocessing.TimeoutError:
+            continue
+        except StopIteration:
+            return
 
 
 def _numbered(worker: Callable[[J], R], item: tuple[int, J]) -> tuple[int, R]:

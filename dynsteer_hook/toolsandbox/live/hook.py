@@ -336,6 +336,22 @@ class LiveHook(RolloutHook):
         for hook in self.observers:
             hook.on_rollout_end(self.ended)
 
+    def set_native(self, native: NativeSimilarity | None) -> None:
+        """ToolSandbox's similarity, known only after the report was written (it evaluates after it): the report takes it
+        and its files are written again (Ctrl-C waits). The observers heard of the end already and are not told again."""
+        end = self.ended
+        assert end is not None and end.report is not None
+        update = None if native is None else native.model_copy(update={"cut": end.report.halted})
+        report = end.report.model_copy(update={"native": update})
+        report_error = end.report_error
+        with self._control.held():
+            if self.write_report and report_error is None:
+                try:
+                    write_run_report(report, self.trajectory, self.blueprint)
+                except OSError as exc:
+                    report_error = f"{self.trajectory}: {reason(exc)}"
+        self.ended = replace(end, report=report, report_error=report_error)
+
     def _gaps(self) -> tuple[IncompleteLog, ...]:
         found = [_gap(self._sink, AUDIT_LOG)] + [h.gap() for h in self.observers if isinstance(h, EventFileHook)]
         return tuple(g for g in found if g is not None)

@@ -1,5 +1,8 @@
 """Ctrl-C during a run: in-flight scenarios end as interrupted with whole files, queued ones never start.
 
+SIGTERM and SIGHUP are taken the same way (``dynsteer_hook.stop_signals``): "Ctrl-C" below
+means any of the three, and the run's exit status says which came.
+
 Every process that plays scenarios (the parent with ``-p 1``, each spawn worker otherwise)
 has one ``InterruptControl``. Ctrl-C only sets ``requested``, except while a rollout is
 *armed* and outside a *held* section (an evaluator step, the report being written): there
@@ -7,10 +10,10 @@ it raises ``KeyboardInterrupt`` once, at a point where nothing is half-done. An 
 worker merely notes it, so no worker prints a traceback. Workers start with Ctrl-C
 ignored (the parent ignores it while it spawns them) until their control is installed.
 
-The parent of a pool sets a shared stop event and forwards the signal to its workers,
-since ``kill -INT`` reaches the parent alone; a worker still starting up when Ctrl-C came
-sees the event before its next scenario. A second Ctrl-C in the parent stops waiting for
-the workers.
+The parent of a pool sets a shared stop event and forwards SIGINT to its workers, since
+``kill -INT`` (or ``kill -TERM``) reaches the parent alone; a worker still starting up when
+Ctrl-C came sees the event before its next scenario. A second Ctrl-C in the parent stops
+waiting for the workers and ends them.
 """
 
 from __future__ import annotations
@@ -19,11 +22,12 @@ import contextlib
 import multiprocessing
 import os
 import signal
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 from typing import Any
+
+from dynsteer_hook import stop_signals
 
 
 class InterruptControl:
@@ -47,7 +51,8 @@ class InterruptControl:
         return self.requested
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
-        """The SIGINT handler."""
+        """The handler of SIGINT, SIGTERM and SIGHUP."""
+        stop_signals.note(signum)
         self.requested = True
         if self._armed and not self._held:
             self._armed = False  # once: the rollout then unwinds undisturbed
@@ -63,6 +68,11 @@ class InterruptControl:
             yield
         finally:
             self._armed = False
+
+    def disarm(self) -> None:
+        """The rollout is over before its armed block ends (ToolSandbox evaluates it next): a Ctrl-C from here on is
+        only noted, for what follows to look at."""
+        self._armed = False
 
     def hold(self) -> None:
         """Enter a section that Ctrl-C must not cut (sections nest)."""
@@ -95,54 +105,52 @@ def current() -> InterruptControl:
     return _CONTROL
 
 
-def _main_thread() -> bool:
-    return threading.current_thread() is threading.main_thread()
-
-
 @contextmanager
 def installed() -> Iterator[InterruptControl]:
-    """A fresh control that handles Ctrl-C in this process for the duration of the block."""
+    """A fresh control that handles Ctrl-C (and SIGTERM, SIGHUP) in this process for the duration of the block."""
     global _CONTROL
     previous_control, _CONTROL = _CONTROL, InterruptControl()
-    previous = signal.signal(signal.SIGINT, _CONTROL.handle) if _main_thread() else None
     try:
-        yield _CONTROL
+        with stop_signals.handling(_CONTROL.handle):
+            yield _CONTROL
     finally:
-        if previous is not None:
-            signal.signal(signal.SIGINT, previous)
         _CONTROL = previous_control
 
 
-def init_worker(shared: Any) -> None:
-    """Pool initializer: this worker's control takes Ctrl-C from now on and watches the parent's stop event."""
+def init_worker(shared: Any, signals: tuple[int, ...] = (signal.SIGINT,)) -> None:
+    """Pool initializer: this worker's control takes ``signals`` (those its parent takes) from now on and watches the
+    parent's stop event."""
     global _CONTROL
     _CONTROL = InterruptControl(shared)
-    signal.signal(signal.SIGINT, _CONTROL.handle)
+    for signum in signals:
+        signal.signal(signum, _CONTROL.handle)
 
 
 @contextmanager
-def ignoring_interrupts() -> Iterator[None]:
-    """Ignore Ctrl-C in this block; processes spawned inside it start ignoring it too."""
-    if not _main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def ignoring_interrupts() -> Iterator[tuple[int, ...]]:
+    """Ignore Ctrl-C (and SIGTERM, SIGHUP) in this block; processes spawned inside it start ignoring them too. Yields
+    the signals it ignores: those the process takes, for the workers to take once they are ready."""
+    taken = tuple(int(s) for s in stop_signals.taken())
+    with stop_signals.handling(signal.SIG_IGN, taken):
+        yield taken
 
 
 class ParentControl:
-    """The pool parent's Ctrl-C: the first sets the stop event and is forwarded to the workers, a second stops the wait."""
+    """The pool parent's Ctrl-C: the first sets the stop event and is forwarded to the workers (as SIGINT, whichever
+    signal came), a second stops the wait (once; later ones are only noted)."""
 
     def __init__(self, shared: Any) -> None:
         self.requested = False
+        self.given_up = False
         self._shared = shared
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
+        stop_signals.note(signum)
         if self.requested:
-            raise KeyboardInterrupt
+            if not self.given_up:  # once: giving up on the workers is not cut short in turn
+                self.given_up = True
+                raise KeyboardInterrupt
+            return
         self.requested = True
         self._shared.set()
         for child in multiprocessing.active_children():
@@ -152,10 +160,6 @@ class ParentControl:
 
     @contextmanager
     def installed(self) -> Iterator[ParentControl]:
-        """Handle Ctrl-C this way for the duration of the block."""
-        previous: Callable[..., Any] | int | None = signal.signal(signal.SIGINT, self.handle) if _main_thread() else None
-        try:
+        """Handle Ctrl-C (and SIGTERM, SIGHUP) this way for the duration of the block."""
+        with stop_signals.handling(self.handle):
             yield self
-        finally:
-            if previous is not None:
-                signal.signal(signal.SIGINT, previous)

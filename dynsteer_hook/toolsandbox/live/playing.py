@@ -4,7 +4,9 @@
 run import it and build their own roles, hook and session. It returns the scenario's entry
 of ``per_scenario_results`` (a ``ScenarioResult``'s record): ToolSandbox's keys plus a
 ``dynsteer`` block. With dynsteer live, the roles reach the ``hook.LiveHook`` through the
-``adapter``: the hook judges every event, then finishes and writes the report.
+``adapter``: the hook judges every event, then finishes and writes the report. ToolSandbox's
+own similarity comes after that report (``toolsandbox.similarity``: once per snapshot, within
+``--similarity-budget``), and the report's files are then written again with it.
 
 Faults never cost what is already known: a log that cannot be written (a full disk) stops
 growing while the evaluator goes on in memory and the report names the first missing
@@ -17,7 +19,7 @@ traceback, and its report says ``crashed`` with the reason.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -28,6 +30,7 @@ from dynsteer_hook.llm.judges import JudgeSettings, judge_cache_stats
 from dynsteer_hook.llm.settings import ModelSettings
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.errors import ScenarioError
+from dynsteer_hook.model.records import NativeSimilarity
 from dynsteer_hook.report.run_summary import IN_FLIGHT, NOT_STARTED, DynsteerBlock
 from dynsteer_hook.report.writer import AUDIT_LOG
 from dynsteer_hook.runtime.evaluator import Evaluator
@@ -43,6 +46,7 @@ from dynsteer_hook.toolsandbox.roles.named import AGENTS, LITELLM, SCRIPTED, USE
 from dynsteer_hook.toolsandbox.roles.repair import TextRepairs, guard_text
 from dynsteer_hook.toolsandbox.roles.scripted import ScriptedAgent, ScriptedUser, load_script
 from dynsteer_hook.toolsandbox.scenario_view import public_view
+from dynsteer_hook.toolsandbox.similarity import BEING_COMPUTED, DEFAULTS, SimilarityOptions, SimilarityUnknown, evaluating
 
 from tool_sandbox.common.execution_context import RoleType
 from tool_sandbox.common.scenario import Scenario
@@ -70,6 +74,7 @@ class RunOptions:
     observers: tuple[RolloutHook, ...] = ()  # further hooks of every rollout (picklable: spawn workers get copies)
     write_reports: bool = True  # internal: false writes no report files and no run page (to measure what writing them costs)
     limits: RolloutLimits = field(default_factory=RolloutLimits)  # parallel calls per turn, rollout deadline
+    similarity: SimilarityOptions = field(default_factory=SimilarityOptions)  # ToolSandbox's evaluation: its budget, its cache
 
 
 def _build_roles(name: str, options: RunOptions) -> tuple[dict[RoleType, BaseRole], ScriptedAgent | None]:
@@ -142,7 +147,7 @@ def play_scenario(name_and_scenario: tuple[str, Scenario], *, options: RunOption
     if options.evaluator != "dynsteer":
         try:
             with control.armed():
-                return _with_llm_spending(_play(name, scenario, played_roles, output_directory), played_roles)
+                return _with_llm_spending(_play(name, scenario, played_roles, output_directory, options.similarity, control), played_roles)
         except KeyboardInterrupt:
             return ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
     return _play_live(name, scenario, played_roles, scripted, options, output_directory, control, repairs, scenario_name or name)
@@ -174,15 +179,22 @@ def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], s
         hook.on_rollout_start(RolloutStart(name, options.agent, agent_model, options.user, path.name, stale, scenario.max_messages))
         session = RolloutSession(hook, name, LimitTracker(options.limits))
         start = time.perf_counter()
+        ended = _Ending(hook, name, start, lambda: tuple(n for n in (repairs.note(), *session.limits.notes()) if n))
         try:
             with control.armed():
-                result = _play(name, scenario, {rt: GuardedRole(role, session) for rt, role in roles.items()}, output_directory)
+                result = _play(name, scenario, {rt: GuardedRole(role, session) for rt, role in roles.items()}, output_directory,
+                               options.similarity, control, before=ended.played)
         except KeyboardInterrupt:
             result = ScenarioResult.stopped(name, scenario.categories, IN_FLIGHT)
-        seconds = time.perf_counter() - start
+        seconds = ended.seconds if ended.seconds is not None else time.perf_counter() - start
         try:
-            notes = tuple(n for n in (repairs.note(), *session.limits.notes()) if n)
-            hook.on_rollout_end(RolloutEnd(name, seconds, result.crash_reason(), result.interrupted is not None, native=result.native(), notes=notes))
+            if ended.failure is not None:
+                raise ended.failure
+            if hook.ended is None:  # the rollout crashed or was interrupted: ToolSandbox never came to its evaluation
+                hook.on_rollout_end(RolloutEnd(name, seconds, result.crash_reason(), result.interrupted is not None,
+                                               native=result.native(), notes=ended.notes()))
+            else:
+                hook.set_native(result.native())
         except Exception as exc:  # a report that cannot be built makes the scenario a crash, not the run
             return _evaluator_failed(name, scenario, exc, roles, stale=stale, rows_seen=session.rows_seen, seconds=seconds,
                                      spent=hook.evaluator_seconds)
@@ -198,6 +210,27 @@ def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], s
     if cache is not None:
         result.dynsteer = result.dynsteer.model_copy(update={"judge_cache": cache})
     return _with_llm_spending(result, roles)
+
+
+class _Ending:
+    """Ends a played rollout in the hook when ToolSandbox comes to its evaluation (``played``): dynsteer's report is
+    finished and written before ToolSandbox's similarity is computed, which may take up to its budget."""
+
+    def __init__(self, hook: LiveHook, name: str, start: float, notes: Callable[[], tuple[str, ...]]) -> None:
+        self.hook = hook
+        self.name = name
+        self.start = start
+        self.notes = notes
+        self.seconds: float | None = None  # how long the rollout played, ToolSandbox's evaluation left out
+        self.failure: Exception | None = None  # why the report could not be built (the scenario is then a crash)
+
+    def played(self) -> None:
+        self.seconds = time.perf_counter() - self.start
+        try:
+            self.hook.on_rollout_end(RolloutEnd(self.name, self.seconds, native=NativeSimilarity(similarity=None, unknown=BEING_COMPUTED),
+                                                notes=self.notes()))
+        except Exception as exc:  # told after the evaluation, as a report that cannot be built always was
+            self.failure = exc
 
 
 def _evaluator_failed(name: str, scenario: Scenario, exc: Exception, roles: dict[RoleType, BaseRole], *, stale: bool,
@@ -219,10 +252,16 @@ def _with_llm_spending(result: ScenarioResult, roles: dict[RoleType, BaseRole]) 
     return result
 
 
-def _play(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], output_directory: Path) -> ScenarioResult:
+def _play(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], output_directory: Path,
+          similarity: SimilarityOptions = DEFAULTS, control: InterruptControl | None = None,
+          before: Callable[[], None] | None = None) -> ScenarioResult:
+    """Play ``scenario`` and evaluate it as ToolSandbox does, ``before()`` coming first (``toolsandbox.similarity``)."""
     try:
-        played = scenario.play_and_evaluate(roles=roles, output_directory=output_directory, scenario_name=name)
+        played = evaluating(scenario, similarity, control, before).play_and_evaluate(roles=roles, output_directory=output_directory,
+                                                                                     scenario_name=name)
         return ScenarioResult.evaluated(name, scenario.categories, played.evaluation_result)
+    except SimilarityUnknown as unknown:  # the rollout played to its end; its similarity is unknown, and why
+        return ScenarioResult.unevaluated(name, scenario.categories, unknown.reason, unknown.turn_count)
     except _PASS_THROUGH:
         raise
     except BaseException as exc:  # a crashing rollout is a result, as in ToolSandbox (a Rust panic included)

@@ -2,8 +2,9 @@
 
 A ``ScenarioResult`` holds exactly the keys of an entry of ToolSandbox's ``per_scenario_results``
 (name, categories, traceback, exception type, similarities, turn count, mappings), plus the
-``dynsteer`` block (``dynsteer_hook.report.run_summary``), the LiteLLM roles' spending and, for a
-scenario Ctrl-C stopped, how it was stopped. ``record()`` is the entry as ``result_summary.json``
+``dynsteer`` block (``dynsteer_hook.report.run_summary``), the LiteLLM roles' spending, for a
+scenario Ctrl-C stopped, how it was stopped, and, for a rollout whose ToolSandbox similarity was
+not computed (``toolsandbox.similarity``), why: its similarities are then null, never 0. ``record()`` is the entry as ``result_summary.json``
 holds it: the keys that were set, in ToolSandbox's order, so the files read the same as ToolSandbox's own.
 """
 
@@ -60,6 +61,7 @@ class ScenarioResult(BaseModel):
     turn_count: int | None = None
     milestone_mapping: dict[Any, Any] | None = None
     minefield_mapping: dict[Any, Any] | None = None
+    similarity_unknown: str | None = None  # why ToolSandbox's similarity was not computed (the similarities are then null)
     interrupted: Stopping | None = None
     dynsteer: DynsteerBlock | None = None
     agent_llm: dict[str, Any] | None = None
@@ -74,6 +76,14 @@ class ScenarioResult(BaseModel):
             milestone_similarity=evaluation.milestone_similarity, minefield_similarity=evaluation.minefield_similarity,
             similarity=evaluation.similarity, turn_count=evaluation.turn_count,
             milestone_mapping=evaluation.milestone_mapping, minefield_mapping=evaluation.minefield_mapping,
+        )
+
+    @classmethod
+    def unevaluated(cls, name: str, categories: list[Any], reason: str, turn_count: int | None) -> ScenarioResult:
+        """A rollout ToolSandbox played to its end but whose similarity it did not compute (``reason``): unknown, not 0."""
+        return cls(
+            name=name, categories=[str(c) for c in categories], traceback=None, exception_type=None,
+            milestone_similarity=None, minefield_similarity=None, similarity=None, turn_count=turn_count, similarity_unknown=reason,
         )
 
     @classmethod
@@ -108,7 +118,10 @@ class ScenarioResult(BaseModel):
 
 
 def native_similarity(result: Mapping[str, Any]) -> NativeSimilarity | None:
-    """ToolSandbox's similarity in a result record (None: not evaluated)."""
+    """ToolSandbox's similarity in a result record (None: not evaluated; ``unknown`` says why one was not computed)."""
+    unknown = result.get("similarity_unknown")
+    if isinstance(unknown, str) and unknown:
+        return NativeSimilarity(similarity=None, unknown=unknown)
     if result.get("similarity") is None:
         return None
 

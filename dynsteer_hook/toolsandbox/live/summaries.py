@@ -67,11 +67,18 @@ def scenario_counts(name_to_scenario: dict[str, Scenario]) -> tuple[Counter[str]
     return Counter({str(k): v for k, v in categories.items()}), Counter({str(k): v for k, v in tools.items()})
 
 
-def category_summary(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, float]]:
+def category_summary(results: Iterable[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
     """Mean similarity and turn count per scenario category and over all of them, as ToolSandbox's
-    ``result_summary.json`` has them (augmented variants are not counted again under THREE_DISTRACTION_TOOLS)."""
+    ``result_summary.json`` has them (augmented variants are not counted again under THREE_DISTRACTION_TOOLS).
+
+    A similarity (or turn count) that is unknown (null: ToolSandbox did not compute it) is left out of its mean,
+    never counted as 0; a mean of nothing known is null."""
     grouped = toolsandbox_summaries().get_category_summary(list(results))
-    return {str(cat): {k: sum(v) / len(v) for k, v in vals.items()} for cat, vals in grouped.items()}
+    return {str(cat): {k: _mean([x for x in v if isinstance(x, (int, float))]) for k, v in vals.items()} for cat, vals in grouped.items()}
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def _git_sha() -> str | None:

@@ -180,7 +180,9 @@ def load_recording(run: Path, scenario: str, summary: Mapping[str, Any] | None =
     if not directory.is_dir():
         raise RecordingError(f"{directory} is missing (the scenario crashed before ToolSandbox stored it?)")
     context = _context(_read_json(directory / EXECUTION_CONTEXT, "execution context"), directory / EXECUTION_CONTEXT)
-    if not (directory / CONVERSATION).is_file():
+    if not (directory / CONVERSATION).is_file() and not (summary or {}).get("similarity_unknown"):
+        # ToolSandbox writes it once it has evaluated the rollout; without it, and without the reason the run gave for
+        # not evaluating it (``similarity_unknown``), the rollout did not finish.
         raise RecordingError(f"{directory / CONVERSATION} is missing")
     return Recording(run, scenario, context, summary, _costs(directory / EVENTS_FILE))
 

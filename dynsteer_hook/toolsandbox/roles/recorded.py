@@ -10,6 +10,7 @@ legitimately differs between two executions is kept apart from what does not:
 * identifiers ToolSandbox draws at random (``add_contact`` returns a fresh UUID): the recorded one is
   mapped to the new one, and later calls and messages that pass it on get the new one, as the agent
   would have;
+* where an object lies in memory, which a printed exception may show (``<Expr ... at 0x7FA9B27B16D0>``);
 * clock readings: the clock is moved to the recording's start plus the time the recording had spent
   before each move (its latencies), so a reading lands within seconds of the recorded one; numbers that
   look like timestamps and differ by less than ``CLOCK_SLACK`` count as the same.
@@ -41,6 +42,7 @@ __all__ = ["CLOCK_SLACK", "Divergence", "Playback", "RecordedAgent", "RecordedUs
 CLOCK_SLACK = 300.0
 """Seconds by which a timestamp in a result may differ from the recorded one and still be the same reading."""
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+_ADDRESS = re.compile(r"\b0x[0-9A-Fa-f]{6,16}\b")  # an object's address in a printed exception differs from run to run
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _EPOCH = (1.0e9, 1.0e10)  # seconds since 1970: 2001 to 2286
 
@@ -84,7 +86,7 @@ def same_result(recorded: str, actual: str, ids: dict[str, str]) -> tuple[bool, 
 
     Identifiers already mapped are compared through ``ids``; identifiers drawn afresh pair up in order.
     """
-    recorded, actual = recorded.strip(), actual.strip()
+    recorded, actual = _ADDRESS.sub("0x?", recorded.strip()), _ADDRESS.sub("0x?", actual.strip())
     if recorded == actual:
         return True, {}
     rec_ids, act_ids = _UUID.findall(recorded), _UUID.findall(actual)
