@@ -40,7 +40,7 @@ from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.events import SystemMessage
 from dynsteer_hook.model.records import Report, StopRecord
-from dynsteer_hook.runtime.stop_rules import StopRule
+from dynsteer_hook.runtime.stop_rules import RuleLike
 from dynsteer_hook.session import Observer, RolloutStart, Session, agent_view, blueprint_file, check_tools, compile_agent_view
 
 STOP_KEY = "dynsteer_stop"
@@ -107,7 +107,7 @@ class DynSteerMiddleware(AgentMiddleware):
 
     def __init__(self, blueprint: Blueprint | str | Path | None = None, *, tools: Sequence[Any] | None = None, task: str | None = None,
                  config: EvaluatorConfig | None = None, judges: Mapping[int, Judge] | None = None,
-                 stop_rules: Sequence[StopRule] | None = None, observers: Sequence[Observer] = (),
+                 stop_rules: Sequence[RuleLike] | None = None, observers: Sequence[Observer] = (),
                  report_dir: str | Path | None = None, databases: Mapping[str, Mapping[str, str]] | None = None) -> None:
         super().__init__()
         if isinstance(blueprint, (str, Path)):

@@ -55,7 +55,7 @@ from dynsteer_hook.model.errors import DynsteerError
 from dynsteer_hook.model.events import SystemMessage, ToolResult
 from dynsteer_hook.model.records import Report, StopRecord
 from dynsteer_hook.openai_agents._convert import call_event, text_of, tool_specs, turn_events, user_messages
-from dynsteer_hook.runtime.stop_rules import StopRule
+from dynsteer_hook.runtime.stop_rules import RuleLike
 from dynsteer_hook.session import Observer, RolloutStart, Session, agent_view, blueprint_file, check_tools, compile_agent_view
 
 STOP_KEY = "dynsteer_stop"
@@ -129,7 +129,7 @@ class DynSteerAgents:
 
     def __init__(self, blueprint: Blueprint | str | Path | None = None, *, tools: Sequence[Tool] | None = None, task: str | None = None,
                  config: EvaluatorConfig | None = None, judges: Mapping[int, Judge] | None = None,
-                 stop_rules: Sequence[StopRule] | None = None, observers: Sequence[Observer] = (),
+                 stop_rules: Sequence[RuleLike] | None = None, observers: Sequence[Observer] = (),
                  report_dir: str | Path | None = None, databases: Mapping[str, Mapping[str, str]] | None = None) -> None:
         if isinstance(blueprint, (str, Path)):
             self._source = f"blueprint file {blueprint}"

@@ -42,7 +42,7 @@ from dynsteer_hook.model.records import AuditSink, IncompleteLog, ListSink, Repo
 from dynsteer_hook.report.writer import AUDIT_LOG, stage_report
 from dynsteer_hook.runtime.clock import ClosedAction
 from dynsteer_hook.runtime.evaluator import Evaluator
-from dynsteer_hook.runtime.stop_rules import StopRule
+from dynsteer_hook.runtime.stop_rules import RuleLike
 from dynsteer_hook.session._lifecycle import ActionClosed, EventSeen, Halted, RolloutEnd, RolloutStart, TurnEnded
 from dynsteer_hook.session._observers import Observer, ObserverGroup
 
@@ -117,7 +117,7 @@ class Session:
         *,
         config: EvaluatorConfig | None = None,
         judges: Mapping[int, Judge] | None = None,
-        stop_rules: Sequence[StopRule] | None = None,
+        stop_rules: Sequence[RuleLike] | None = None,
         observers: Sequence[Observer] = (),
         sink: AuditSink | None = None,
         report_dir: str | Path | None = None,

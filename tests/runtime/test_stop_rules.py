@@ -335,7 +335,7 @@ def test_the_documented_stop_rule_example_runs_and_stops_a_run() -> None:
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     assert "TooManyCalls(50)" in code
     namespace: dict[str, Any] = {"blueprint": CHAIN}
-    exec(compile(code.replace("TooManyCalls(50)", "TooManyCalls(2)"), "docs/evaluate.md", "exec"), namespace)  # noqa: S102 - the project's own documentation
+    exec(compile(code.replace("TooManyCalls(50)", "TooManyCalls(2)"), "docs/evaluate.md", "exec"), namespace)  # the project's own documentation
     evaluator = namespace["evaluator"]
     events = [UserMessage("go"), *act("1", "op_a", {"x": "a"}), *act("2", "op_b", {"x": "b"}), *act("3", "op_c", {"x": "c"})]
     with pytest.raises(Halt) as halted:
