@@ -28,7 +28,8 @@ def _only_dir(base: Path) -> Path:
 
 
 def test_native_evaluator_writes_toolsandbox_outputs_only(scenarios: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """--evaluator native plays as ToolSandbox does: its summary and trajectories, no dynsteer files."""
+    """--evaluator native plays as ToolSandbox does: its summary and trajectories, no dynsteer report or log, only the scenario's
+    record that --resume keeps."""
     code = main(["run", "--agent", "Scripted", "--user", "Scripted", "--script", str(SCRIPTS / "clean_solver.json"),
                  "-s", A, "-p", "1", "-o", str(tmp_path), "--evaluator", "native"])
     assert code == 0
@@ -38,7 +39,7 @@ def test_native_evaluator_writes_toolsandbox_outputs_only(scenarios: dict[str, A
     assert summary["per_scenario_results"][0]["similarity"] == pytest.approx(1.0)
     assert set(summary) == {"per_scenario_results", "category_aggregated_results", "git_sha"}
     assert not (out / "dynsteer_summary.json").exists()
-    assert not list((out / "trajectories" / A).glob("dynsteer_*"))
+    assert [p.name for p in (out / "trajectories" / A).glob("dynsteer_*")] == ["dynsteer_result.json"]
     assert "Storing outputs to" in capsys.readouterr().out
 
 

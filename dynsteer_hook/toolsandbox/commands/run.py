@@ -41,7 +41,11 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     group.add_argument("-t", "--test_mode", action="store_true", help="only run a few scenarios")
     group.add_argument("-s", "--scenarios", nargs="*", help="names of scenarios to run")
     run.add_argument("-p", "--parallel", type=int, default=16, help="max processes for running scenarios in parallel")
-    run.add_argument("-o", "--output_dir", type=Path, default=Path("data"), help="output base directory")
+    run.add_argument("-o", "--output_dir", type=Path, default=None, help="output base directory (default data)")
+    run.add_argument("--resume", type=Path, default=None, metavar="RUN_DIR",
+                     help="continue a run in its own folder: scenarios whose files are whole are kept, those that crashed, were "
+                          "interrupted or never started are played, and the summaries and run page cover them all; refused when a "
+                          "flag that changes results differs from the run's (its dynsteer_run.json lists them)")
     run.add_argument("--evaluator", choices=["native", "dynsteer"], default="dynsteer")
     run.add_argument("--blueprints", type=Path, default=None, help="directory of blueprints named <scenario>.json")
     run.add_argument("--script", type=Path, default=None, metavar="FILE|NAME",
@@ -210,6 +214,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dynsteer_hook.toolsandbox.live.engines import check_engine
     from dynsteer_hook.toolsandbox.live.preflight import check_blueprint_dir, check_script
     from dynsteer_hook.toolsandbox.live.progress import RunProgress
+    from dynsteer_hook.toolsandbox.live.resume import SUPERSEDED, check_places, check_resumable, resume, run_manifest, write_manifest
     from dynsteer_hook.toolsandbox.live.runner import (
         TEST_SCENARIO_NAMES,
         RunOptions,
@@ -247,15 +252,31 @@ def _cmd_run(args: argparse.Namespace) -> int:
         observers=otel_observers(args, source="run", theta_pass=config.theta_pass, inputs=(args.blueprints, script)),
     )
     # What can be checked without ToolSandbox's scenarios is checked before they load (seconds).
-    check_output_dir(args.output_dir, "-o/--output_dir")
+    output_dir = _output_dir(args)
+    check_output_dir(output_dir, "-o/--output_dir")
     check_script(options.agent, options.user, options.script)
     if options.evaluator == "dynsteer":
         check_blueprint_dir(options.blueprint_dir)
+    if args.resume is not None:
+        check_resumable(args.resume, run_manifest(options, None))  # the flags before seconds of loading the scenarios
     names = TEST_SCENARIO_NAMES if args.test_mode else args.scenarios
     scenarios = load_scenarios(names, args.preferred_tool_backend)
     checked = check_run(scenarios, options)
-    out = claim_new_dir(output_directory_for(args.output_dir, options), "-o/--output_dir")
-    print(f"Storing outputs to '{out}'.")
+    manifest = run_manifest(options, scenarios)
+    kept: list[dict[str, Any]] = []
+    if args.resume is not None:
+        out = args.resume
+        check_resumable(out, manifest)
+        check_places(out, scenarios)
+        resumed = resume(out, scenarios, reports=options.write_reports)
+        kept = resumed.kept
+        scenarios = {name: scenarios[name] for name in resumed.to_play}
+        print(f"Resuming '{out}': {len(kept)} scenario(s) kept, {len(scenarios)} to play"
+              + (f" ({len(resumed.superseded)} unfinished one(s) moved to {out / SUPERSEDED})" if resumed.superseded else "") + ".")
+    else:
+        out = claim_new_dir(output_directory_for(output_dir, options), "-o/--output_dir")
+        write_manifest(out, manifest)
+        print(f"Storing outputs to '{out}'.")
     if checked.stale:
         print(f"warning: {len(checked.stale)} stale blueprint(s) played (--allow-stale-blueprints), compiled from another "
               f"version of the public view: {', '.join(sorted(checked.stale))}")
@@ -268,10 +289,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         with RunProgress(len(scenarios)) as progress:
             results = run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
-                                    ray_address=args.ray_address, progress=progress.finished)
+                                    ray_address=args.ray_address, progress=progress.finished, kept=kept)
         return _finish(results, out, gates)
     finally:
         otel_shutdown(options.observers)  # once every file is written and the verdicts told: telemetry never holds them
+
+
+def _output_dir(args: argparse.Namespace) -> Path:
+    """``-o``, default ``data``; with ``--resume`` the run's own folder is the output, so ``-o`` may only name its parent."""
+    if args.resume is None:
+        return Path(args.output_dir) if args.output_dir is not None else Path("data")
+    parent = Path(args.resume).absolute().parent
+    if args.output_dir is not None and args.output_dir.absolute().resolve() != parent.resolve():
+        raise DynsteerError(f"--resume {args.resume} writes in its own folder, which is not in -o/--output_dir {args.output_dir}; drop "
+                            "-o or pass the folder holding the run")
+    return parent
 
 
 def _limits(args: argparse.Namespace, environ: dict[str, str] | None = None) -> Any:

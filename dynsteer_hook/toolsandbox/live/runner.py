@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import datetime
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
 from dynsteer_hook.toolsandbox.live.playing import EVENTS_FILE, RunOptions, play_scenario, run_scenario
 from dynsteer_hook.toolsandbox.live.preflight import BlueprintCheck, blueprint_path, check_inputs, default_blueprint_dir
 from dynsteer_hook.toolsandbox.live.results import ScenarioResult, crash_reason, dumps_result
+from dynsteer_hook.toolsandbox.live.resume import record_result
 from dynsteer_hook.toolsandbox.live.summaries import result_summary
 from dynsteer_hook.toolsandbox.roles.named import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory
 from dynsteer_hook.toolsandbox.scenarios import TEST_SCENARIO_NAMES, load_scenarios
@@ -73,13 +74,16 @@ def check_run(name_to_scenario: dict[str, Scenario], options: RunOptions) -> Blu
 def run_scenarios(
     name_to_scenario: dict[str, Scenario], options: RunOptions, output_directory: Path, processes: int, *, checked: bool = False,
     engine: str = "local", ray_address: str | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
+    kept: Sequence[dict[str, Any]] = (),
 ) -> list[dict[str, Any]]:
     """Play scenarios (in ``spawn`` worker processes when ``processes`` > 1, or as Ray tasks) and write the summaries.
 
     Every input is checked before the first rollout unless ``checked`` says the caller did.
     A result with ``interrupted`` means Ctrl-C stopped the run (the summaries say so). The
     results come in the (shuffled) order the scenarios were handed out, whatever the engine;
-    ``progress`` is told each one as it finishes (``progress.RunProgress.finished``).
+    ``progress`` is told each one as it finishes (``progress.RunProgress.finished``). Each finished scenario's record is
+    written beside its report (``resume.RESULT_FILE``); a resumed run passes the records it ``kept`` (``resume.resume``),
+    which the summaries and the run page cover with the scenarios played now.
 
     Raises:
         OutputError: A summary cannot be written (one sentence; the scenario files written stay).
@@ -88,11 +92,11 @@ def run_scenarios(
         check_run(name_to_scenario, options)
     items = list(name_to_scenario.items())
     random.shuffle(items)  # load balancing, as ToolSandbox does
-    worker = partial(run_scenario, options=options, output_directory=output_directory)
+    worker = partial(play_and_record, options=options, output_directory=output_directory)
     create_dir(output_directory, "-o/--output_dir")
     check_engine(engine, ray_address)
-    results = list(run_jobs(worker, items, processes=processes, engine=engine, ray_address=ray_address, stopped=_given_up,
-                            on_result=progress))
+    results = [*kept, *run_jobs(worker, items, processes=processes, engine=engine, ray_address=ray_address, stopped=_given_up,
+                                 on_result=progress)]
     try:
         write_json_atomic(output_directory / RESULT_SUMMARY, result_summary(results))
         if options.evaluator == "dynsteer":
@@ -105,6 +109,14 @@ def run_scenarios(
             "are kept; free some space and run again"
         ) from None
     return results
+
+
+def play_and_record(name_and_scenario: tuple[str, Scenario], *, options: RunOptions, output_directory: Path) -> dict[str, Any]:
+    """``run_scenario``, then the scenario's record written beside its report, last of its files, for ``--resume``."""
+    record = run_scenario(name_and_scenario, options=options, output_directory=output_directory)
+    if options.write_reports:
+        record_result(output_directory / "trajectories" / name_and_scenario[0], record)
+    return record
 
 
 def _given_up(item: tuple[str, Scenario]) -> dict[str, Any]:
