@@ -27,6 +27,7 @@ from dynsteer_hook.toolsandbox.live.engines import check_engine, run_jobs
 from dynsteer_hook.toolsandbox.live.playing import EVENTS_FILE, RunOptions, play_scenario, run_scenario
 from dynsteer_hook.toolsandbox.live.preflight import BlueprintCheck, blueprint_path, check_inputs, default_blueprint_dir
 from dynsteer_hook.toolsandbox.live.results import ScenarioResult, crash_reason, dumps_result
+from dynsteer_hook.toolsandbox.live.run_budget import RunBudget, budget_block
 from dynsteer_hook.toolsandbox.live.summaries import result_summary
 from dynsteer_hook.toolsandbox.roles.named import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory
 from dynsteer_hook.toolsandbox.scenarios import TEST_SCENARIO_NAMES, load_scenarios
@@ -73,13 +74,15 @@ def check_run(name_to_scenario: dict[str, Scenario], options: RunOptions) -> Blu
 def run_scenarios(
     name_to_scenario: dict[str, Scenario], options: RunOptions, output_directory: Path, processes: int, *, checked: bool = False,
     engine: str = "local", ray_address: str | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
+    run_max_cost: float | None = None,
 ) -> list[dict[str, Any]]:
     """Play scenarios (in ``spawn`` worker processes when ``processes`` > 1, or as Ray tasks) and write the summaries.
 
     Every input is checked before the first rollout unless ``checked`` says the caller did.
     A result with ``interrupted`` means Ctrl-C stopped the run (the summaries say so). The
     results come in the (shuffled) order the scenarios were handed out, whatever the engine;
-    ``progress`` is told each one as it finishes (``progress.RunProgress.finished``).
+    ``progress`` is told each one as it finishes (``progress.RunProgress.finished``). With ``run_max_cost`` no scenario
+    starts once those finished have spent that many dollars (``run_budget``); the summaries list those left.
 
     Raises:
         OutputError: A summary cannot be written (one sentence; the scenario files written stay).
@@ -91,12 +94,14 @@ def run_scenarios(
     worker = partial(run_scenario, options=options, output_directory=output_directory)
     create_dir(output_directory, "-o/--output_dir")
     check_engine(engine, ray_address)
+    closing = None if run_max_cost is None else RunBudget(run_max_cost).closing()
     results = list(run_jobs(worker, items, processes=processes, engine=engine, ray_address=ray_address, stopped=_given_up,
-                            on_result=progress))
+                            on_result=progress, closing=closing))
+    budget = {} if run_max_cost is None else {"run_budget": budget_block(run_max_cost, results)}
     try:
-        write_json_atomic(output_directory / RESULT_SUMMARY, result_summary(results))
+        write_json_atomic(output_directory / RESULT_SUMMARY, result_summary(results) | budget)
         if options.evaluator == "dynsteer":
-            write_json_atomic(output_directory / SUMMARY_FILE, dynsteer_summary(results))
+            write_json_atomic(output_directory / SUMMARY_FILE, dynsteer_summary(results) | budget)
         if options.write_reports:
             write_run_page(output_directory, f"dynsteer run: {output_directory.name}", run_rows(sorted(results, key=lambda r: r["name"])))
     except OSError as exc:
