@@ -43,10 +43,12 @@ if TYPE_CHECKING:
     from dynsteer_hook.model.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
     from dynsteer_hook.model.predicates import ArgPredicate
     from dynsteer_hook.model.records import AuditSink, ListSink, Report, StageRecord, StopRecord
+    from dynsteer_hook.model.spending import Spend
     from dynsteer_hook.model.task_view import TaskView
     from dynsteer_hook.report.markdown import render_markdown
     from dynsteer_hook.report.scenario_page import write_html_report
     from dynsteer_hook.report.writer import write_report
+    from dynsteer_hook.runtime.budget import Budget
     from dynsteer_hook.runtime.clock import ClosedAction, DualClock
     from dynsteer_hook.runtime.evaluator import Evaluator
     from dynsteer_hook.runtime.stop_rules import DEFAULT_STOP_RULES, ActionFacts, StopContext, StopDecision, StopRule, default_stop_rules
@@ -62,6 +64,7 @@ _HOMES: dict[str, str] = {
     "AuditSink": "dynsteer_hook.model.records",
     "Binding": "dynsteer_hook.model.blueprint",
     "Blueprint": "dynsteer_hook.model.blueprint",
+    "Budget": "dynsteer_hook.runtime.budget",
     "BlueprintError": "dynsteer_hook.model.errors",
     "Candidate": "dynsteer_hook.compile.consensus",
     "ClosedAction": "dynsteer_hook.runtime.clock",
@@ -90,6 +93,7 @@ _HOMES: dict[str, str] = {
     "StageRecord": "dynsteer_hook.model.records",
     "StateChange": "dynsteer_hook.model.events",
     "StatePredicate": "dynsteer_hook.model.blueprint",
+    "Spend": "dynsteer_hook.model.spending",
     "StopContext": "dynsteer_hook.runtime.stop_rules",
     "StopDecision": "dynsteer_hook.runtime.stop_rules",
     "StopRecord": "dynsteer_hook.model.records",
@@ -127,6 +131,7 @@ __all__ = [
     "Binding",
     "Blueprint",
     "BlueprintError",
+    "Budget",
     "Candidate",
     "ClosedAction",
     "ConsensusError",
@@ -149,6 +154,7 @@ __all__ = [
     "MilestoneEvidence",
     "Minefield",
     "Report",
+    "Spend",
     "StageRecord",
     "StateChange",
     "StatePredicate",

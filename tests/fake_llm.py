@@ -35,6 +35,7 @@ class Reply:
     error_message: str | None = None  # the error text of a non-200 answer (default: "scripted status N")
     trickle: float = 0.0  # seconds between pieces of the response (0: send it at once)
     trickle_bytes: int = 4  # bytes per piece
+    usage: bool = True  # false: the answer has no usage block (a provider that does not say what it spent)
 
 
 def call(name: str, arguments: object = None) -> tuple[str, str]:
@@ -104,6 +105,8 @@ class FakeLLMServer:
                     "usage": {"prompt_tokens": reply.prompt_tokens, "completion_tokens": reply.completion_tokens,
                               "total_tokens": reply.prompt_tokens + reply.completion_tokens},
                 }
+                if not reply.usage:
+                    del payload["usage"]
                 self._send(200, payload, reply.headers, reply)
 
             def _send(self, status: int, payload: dict[str, Any], headers: dict[str, str], reply: Reply | None = None) -> None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from dynsteer_hook.judges.steps import Step
+from dynsteer_hook.model.spending import Spend
 
 TIER_NAMES = {1: "cheap", 2: "standard", 3: "expensive"}
 
@@ -93,6 +94,7 @@ class Verdict:
     cost_usd: float = 0.0
     calls: int = 0
     extra: Mapping[str, Any] = field(default_factory=dict)
+    spend: Spend = field(default_factory=Spend)  # the calls' tokens and dollars as the providers told them (``tokens`` and ``cost_usd`` in all)
 
 
 class Judge(Protocol):

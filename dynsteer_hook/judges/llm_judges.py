@@ -23,6 +23,7 @@ from dynsteer_hook.judges.templates import (
     standard_messages,
 )
 from dynsteer_hook.model.errors import LLMError
+from dynsteer_hook.model.spending import Spend
 
 T = TypeVar("T", bound=BaseModel)
 
@@ -60,6 +61,16 @@ def _usage(reply: Any) -> tuple[int, float]:
     return int(usage.total_tokens), float(usage.cost_usd)
 
 
+def _spend(reply: Any) -> Spend:
+    """One answered call as the cost records count it."""
+    u = reply.completion.usage
+    prompt, answer = getattr(u, "prompt_tokens", None), getattr(u, "completion_tokens", None)
+    known = bool(getattr(u, "cost_known", True))
+    if prompt is None or answer is None:  # a client of its own that counts only the total: the split is unknown
+        return Spend(1, cost_usd=float(u.cost_usd), tokens_known=False, cost_known=known)
+    return Spend(1, int(prompt), int(answer), float(u.cost_usd), tokens_known=bool(getattr(u, "tokens_known", True)), cost_known=known)
+
+
 @dataclass(frozen=True)
 class StandardJudge:
     """Tier 2: one multi-field JSON pass over every requested dimension, over ``samples`` samples.
@@ -82,7 +93,7 @@ class StandardJudge:
         messages = standard_messages(request)
         good: list[StandardJudgement] = []
         problems: list[str] = []
-        tokens, cost, calls = 0, 0.0, 0
+        tokens, cost, calls, spend = 0, 0.0, 0, Spend()
         for i in range(max(1, self.samples)):
             try:
                 reply = self.client.complete_json(messages, StandardJudgement, temperature=self.temperature, max_tokens=self.max_tokens,
@@ -92,7 +103,7 @@ class StandardJudge:
                 break  # the provider is down: more samples would only wait longer
             calls += 1
             t, c = _usage(reply)
-            tokens, cost = tokens + t, cost + c
+            tokens, cost, spend = tokens + t, cost + c, spend + _spend(reply)
             if reply.value is None:
                 problems.append(f"unusable answer ({reply.rule}): {reply.error}")
             else:
@@ -114,7 +125,7 @@ class StandardJudge:
         if problems or missing:
             degraded = "; ".join(problems[:2]) or f"no score for {missing}"
         return Verdict(scores=scores, judge=f"{self.name}:{self.client.model}", tier=2, degraded=degraded,
-                       tokens=tokens, cost_usd=cost, calls=calls)
+                       tokens=tokens, cost_usd=cost, calls=calls, spend=spend)
 
 
 @dataclass(frozen=True)
@@ -136,10 +147,10 @@ class ExpertJudge:
         """How this judge was made (model, endpoint without secrets, passes, temperature, answer limit)."""
         return {"judge": self.name} | _made_by(self.client, passes=self.passes, temperature=self.temperature, max_tokens=self.max_tokens)
 
-    def _dimension(self, request: JudgeRequest, d: str) -> tuple[DimensionScore | None, list[str], int, float, int]:
+    def _dimension(self, request: JudgeRequest, d: str) -> tuple[DimensionScore | None, list[str], int, float, int, Spend]:
         latest: SpecialistJudgement | None = None
         problems: list[str] = []
-        tokens, cost, calls = 0, 0.0, 0
+        tokens, cost, calls, spend = 0, 0.0, 0, Spend()
         for i in range(max(1, self.passes)):
             try:
                 reply = self.client.complete_json(specialist_messages(request, d, latest), SpecialistJudgement,
@@ -149,13 +160,13 @@ class ExpertJudge:
                 break
             calls += 1
             t, c = _usage(reply)
-            tokens, cost = tokens + t, cost + c
+            tokens, cost, spend = tokens + t, cost + c, spend + _spend(reply)
             if reply.value is None:
                 problems.append(f"{d}: unusable answer ({reply.rule}): {reply.error}")
                 break
             latest = reply.value
         score = None if latest is None else DimensionScore(latest.score, latest.confidence, latest.rationale, tuple(latest.cited_steps))
-        return score, problems, tokens, cost, calls
+        return score, problems, tokens, cost, calls, spend
 
     def __call__(self, request: JudgeRequest) -> Verdict:
         dims = list(request.dimensions)
@@ -167,4 +178,5 @@ class ExpertJudge:
         scores = {d: o[0] for d, o in zip(dims, outcomes, strict=True) if o[0] is not None}
         problems = [p for o in outcomes for p in o[1]]
         return Verdict(scores=scores, judge=f"{self.name}:{self.client.model}", tier=3, degraded="; ".join(problems[:3]) or None,
-                       tokens=sum(o[2] for o in outcomes), cost_usd=sum(o[3] for o in outcomes), calls=sum(o[4] for o in outcomes))
+                       tokens=sum(o[2] for o in outcomes), cost_usd=sum(o[3] for o in outcomes), calls=sum(o[4] for o in outcomes),
+                       spend=sum((o[5] for o in outcomes), Spend()))

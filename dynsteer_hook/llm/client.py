@@ -359,19 +359,23 @@ class LLMClient:
         usage = getattr(response, "usage", None)
         prompt = int(getattr(usage, "prompt_tokens", 0) or 0)
         answer = int(getattr(usage, "completion_tokens", 0) or 0)
+        told = bool(prompt or answer)  # litellm stands in zeros for a usage block the provider did not send
         cost, known = 0.0, True
         try:
             cost = float(litellm.completion_cost(completion_response=response) or 0.0)
         except Exception:
             known = False
             notes.append(f"cost unknown: litellm has no price for {self.model}; counted as 0")
+        if not told:  # no usage block: whatever litellm would price is a guess, and the tokens are unknown
+            cost, known = 0.0, False
+            notes.append(f"tokens unknown: {self.model} sent no usage; counted as 0")
         text, repaired = repair_text(text if isinstance(text, str) else str(text))
         if repaired:  # a lone surrogate: text no encoder accepts, so no report or table could hold the answer
             notes.append(f"{repaired} lone UTF-16 surrogate(s) in the answer replaced with U+FFFD")
         return Completion(
             text=text,
             model=self.model,
-            usage=Usage(prompt, answer, cost, known),
+            usage=Usage(prompt, answer, cost, known, told),
             attempts=attempts,
             seconds=seconds,
             finish_reason=getattr(choice, "finish_reason", None),

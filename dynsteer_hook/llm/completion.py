@@ -24,12 +24,13 @@ JsonMode = Literal["auto", "object", "schema", "off"]
 
 @dataclass(frozen=True, slots=True)
 class Usage:
-    """Tokens and cost of one or more calls."""
+    """Tokens and cost of one or more calls (``tokens_known`` false: a provider sent no usage, its tokens count 0)."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
     cost_known: bool = True
+    tokens_known: bool = True
 
     @property
     def total_tokens(self) -> int:
@@ -41,6 +42,7 @@ class Usage:
             self.completion_tokens + other.completion_tokens,
             self.cost_usd + other.cost_usd,
             self.cost_known and other.cost_known,
+            self.tokens_known and other.tokens_known,
         )
 
 

@@ -16,7 +16,7 @@ MAX_LISTED = 100
 """Most entries a report lists in any list that grows with the run (calls of one step, pending calls, a window's
 steps); what is left out is counted in the record's ``omitted``."""
 
-StopReason = Literal["fatal_minefield", "structural_failure", "repeated_failure", "low_score", "frontier_stagnation"]
+StopReason = Literal["fatal_minefield", "structural_failure", "repeated_failure", "low_score", "frontier_stagnation", "budget"]
 Outcome = Literal["completed", "halted", "incomplete", "crashed", "interrupted"]
 
 
@@ -79,7 +79,7 @@ class StopRecord(_Model):
     """Why and where the run was stopped."""
 
     reason: str = Field(description="fatal_minefield, structural_failure, repeated_failure, low_score, frontier_stagnation, "
-                        "or a custom rule's reason.")
+                        "budget, or a custom rule's reason.")
     k: int
     t: int
     anchor: str
@@ -180,6 +180,23 @@ class JudgeUsage(_Model):
     degraded: int
     tokens: int
     cost_usd: float
+
+
+class RoleCost(_Model):
+    """What one role's model calls cost in a rollout; a figure is null (never 0) when a call did not tell it."""
+
+    model: str | None = Field(default=None, description="The role's model string, when it is known.")
+    calls: int | None = Field(description="Model calls (judges: requests, answers from the judge cache included).")
+    prompt_tokens: int | None = Field(description="Prompt tokens from the providers' usage; null when one did not say.")
+    completion_tokens: int | None = Field(description="Completion tokens from the providers' usage; null when one did not say.")
+    cost_usd: float | None = Field(description="Dollars from litellm's cost map; null when it has no price for a model.")
+
+
+class CostRecord(_Model):
+    """What the rollout's models cost, per role (agent, user, judges: those that are models) and in all."""
+
+    roles: dict[str, RoleCost] = Field(default_factory=dict)
+    total: RoleCost
 
 
 class IncompleteLog(_Model):
@@ -299,6 +316,8 @@ class Report(_Model):
     trace_faults: list[TraceFaultRecord] = Field(default_factory=list, description="Calls and results that did not pair up (the first 100).")
     trace_fault_count: int = Field(default=0, description="How many pairing faults the trace had in all.")
     judge_usage: JudgeUsage
+    cost: CostRecord | None = Field(default=None, description="What the rollout's models cost, per role and in all: calls, "
+                                    "tokens and dollars, null where a provider did not say (reports of older versions have none).")
     judges: dict[str, dict[str, Any]] = Field(
         default_factory=dict,
         description="How each judge tier the ladder could use was made, by tier: the judge, its model, the endpoint "

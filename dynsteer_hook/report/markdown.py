@@ -8,7 +8,7 @@ from typing import Any
 from dynsteer_hook.model.records import Report, TranscriptCall
 from dynsteer_hook.model.untrusted import clip
 from dynsteer_hook.model.untrusted import for_markdown as md
-from dynsteer_hook.report.story import headline, similarity_line
+from dynsteer_hook.report.story import cost_line, headline, similarity_line
 
 PIECE = 400
 """Characters of one message, argument list, result or error the Markdown transcript shows (the HTML page shows more)."""
@@ -67,6 +67,9 @@ def render_markdown(report: Report) -> str:
     lines += [" ".join(md(sentence, 600) for sentence in headline(report)), ""]
     lines.append(f"- Outcome: **{md(report.outcome)}**; score {_fmt(report.score)}; k={report.k} raw events, t={report.t} closed actions")
     lines.append(f"- ToolSandbox similarity: {md(similarity_line(report), 300)}")
+    cost = cost_line(report)
+    if cost is not None:
+        lines.append(f"- Cost: {md(cost, 600)}")
     lines += _run_notes(report)
     lines.append(f"- Settled: {_ids(report.settled) or 'none'}")
     lines.append(f"- Unsettled: {_ids(report.unsettled) or 'none'}")

@@ -61,6 +61,8 @@ def run_rows(results: Iterable[Mapping[str, Any]], *, prefix: str = "") -> list[
         crash = _crash(r) or d.get("crash")
         if r.get("interrupted"):
             outcome = "interrupted"
+        elif r.get("not_started"):
+            outcome = "not_started"
         elif d:
             outcome = str(d["outcome"])
         else:
@@ -82,11 +84,23 @@ def run_rows(results: Iterable[Mapping[str, Any]], *, prefix: str = "") -> list[
             "steps": d.get("t"),
             "saved": d.get("scripted_steps_not_played") if halted else None,
             "calls": d.get("judge_calls", 0) if d else None,
-            "cost": _num(d.get("judge_cost_usd", 0.0)) if d else None,
+            **_cost_fields(d),
             "secs": _num(d.get("rollout_seconds")),
             **_recording_fields(r.get("recording")),
         })
     return rows
+
+
+def _cost_fields(d: Mapping[str, Any]) -> dict[str, Any]:
+    """The rollout's cost (every role's models: null and ``costunk`` when a provider did not say) and its judges' part."""
+    if not d:
+        return {"cost": None, "costunk": False, "jcost": None}
+    judges = _num(d.get("judge_cost_usd", 0.0))
+    cost = d.get("cost")
+    if not isinstance(cost, Mapping) or not isinstance(cost.get("total"), Mapping):  # older files: the judges' cost alone
+        return {"cost": judges, "costunk": False, "jcost": judges}
+    total = _num(cost["total"].get("cost_usd"))
+    return {"cost": total, "costunk": total is None, "jcost": judges}
 
 
 def _recording_fields(rec: Any) -> dict[str, Any]:
@@ -145,13 +159,16 @@ def replay_rows(per_scenario: Iterable[Mapping[str, Any]], base: Path, out: Path
             "saved": None if vstop is None else vstop.get("saved_batches"),
             "calls": sum((usage.get("calls_by_tier") or {}).values()),
             "cost": _num(usage.get("cost_usd", 0.0)),
+            "costunk": False,
+            "jcost": _num(usage.get("cost_usd", 0.0)),
             "secs": _num(r.get("seconds")),
         })
     return rows
 
 
 def totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The run's totals over its rows: outcomes, halts by reason, mean scores, steps saved, judge calls and cost."""
+    """The run's totals over its rows: outcomes, halts by reason, mean scores, steps saved, judge calls and cost, and what
+    the rollouts' models cost in all (those whose cost is unknown counted apart)."""
     judged = [r["score"] for r in rows if r["score"] is not None and r["outcome"] not in ("crashed", "interrupted")]
     sims = [r["sim"] for r in rows if r["sim"] is not None]
     return {
@@ -163,7 +180,9 @@ def totals(rows: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         "similarity_unknown": sum(1 for r in rows if r["sim"] is None and r.get("simwhy")),  # left out of the mean, never 0
         "steps_saved": sum(r["saved"] or 0 for r in rows),
         "judge_calls": sum(r["calls"] or 0 for r in rows),
-        "judge_cost_usd": round(sum(r["cost"] or 0.0 for r in rows), 6),
+        "judge_cost_usd": round(sum(r.get("jcost") or 0.0 for r in rows), 6),
+        "cost_usd": round(sum(r["cost"] or 0.0 for r in rows), 6),
+        "cost_unknown": sum(1 for r in rows if r.get("costunk")),  # rollouts a provider did not price: left out, never 0
     }
 
 
@@ -183,6 +202,9 @@ def console_table(t: Mapping[str, Any], page: Path | None = None) -> str:
         ("steps saved", str(t["steps_saved"])),
         ("judge calls", f"{t['judge_calls']} (cost ${t['judge_cost_usd']:.4f})"),
     ]
+    if t.get("cost_usd") or t.get("cost_unknown"):  # a run whose models cost something (scripted runs cost nothing)
+        lines.append(("cost", f"${t['cost_usd']:.4f} (agent, user and judges)"
+                              + (f"; {t['cost_unknown']} rollout(s) unknown, left out" if t.get("cost_unknown") else "")))
     if page is not None:
         lines.append(("run page", str(page)))
     width = max(len(k) for k, _ in lines)

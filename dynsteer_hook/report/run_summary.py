@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from dynsteer_hook.model.records import FirstError, IncompleteLog, Report
+from dynsteer_hook.model.records import CostRecord, FirstError, IncompleteLog, Report
 
 Stopping = Literal["in_flight", "not_started"]
 IN_FLIGHT: Literal["in_flight"] = "in_flight"
@@ -94,6 +94,7 @@ class DynsteerBlock(BaseModel):
     judge_cache: dict[str, Any] | None = None  # what the judge cache did (set only when one was used)
     judge_calls: int = 0  # judge invocations over all tiers
     judge_cost_usd: float = 0.0
+    cost: CostRecord | None = None  # what the rollout's models cost, per role and in all (the report's ``cost``)
 
     @classmethod
     def of(cls, report: Report, *, rows_seen: int, max_messages: int, steps_not_played: int | None, seconds: float,
@@ -130,6 +131,7 @@ class DynsteerBlock(BaseModel):
             report_error=report_error,
             judge_calls=sum(report.judge_usage.calls_by_tier.values()),
             judge_cost_usd=round(report.judge_usage.cost_usd, 6),
+            cost=report.cost,
         )
 
 
@@ -161,6 +163,33 @@ def _recorded(rec: Any) -> dict[str, Any]:
         return {}
     return {"recorded_similarity": rec.get("recorded_similarity"), "reproduced": rec.get("reproduced"),
             "divergence": rec.get("divergence")}
+
+
+COST_FIELDS = ("calls", "prompt_tokens", "completion_tokens", "cost_usd")
+
+
+def _add(a: Any, b: Any) -> Any:
+    return None if a is None or b is None else a + b
+
+
+def cost_totals(costs: list[dict[str, Any] | None]) -> dict[str, Any]:
+    """The cost of many rollouts (their reports' ``cost`` blocks), per role and in all: a figure is null when any rollout
+    did not know it, never a sum that reads as all of it; ``unknown`` counts the rollouts without a cost block."""
+    roles: dict[str, dict[str, Any]] = {}
+    total: dict[str, Any] = dict.fromkeys(COST_FIELDS, 0)
+    for c in costs:
+        if c is None:
+            continue
+        for role, spent in c["roles"].items():
+            into = roles.setdefault(role, dict.fromkeys(COST_FIELDS, 0))
+            for f in COST_FIELDS:
+                into[f] = _add(into[f], spent.get(f))
+        for f in COST_FIELDS:
+            total[f] = _add(total[f], c["total"].get(f))
+    for part in (*roles.values(), total):
+        if part["cost_usd"] is not None:
+            part["cost_usd"] = round(part["cost_usd"], 6)
+    return {"roles": roles, "total": total, "unknown": sum(1 for c in costs if c is None)}
 
 
 def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
@@ -201,6 +230,7 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
             "steps_saved": d["scripted_steps_not_played"] if d["halted"] else None,
             "judge_calls": d.get("judge_calls", 0),
             "judge_cost_usd": d.get("judge_cost_usd", 0.0),
+            "cost": d.get("cost"),
             **_recorded(r.get("recording")),
         })
     judged = [p for p in per if not p["crashed"] and p["outcome"] != "interrupted"]
@@ -218,6 +248,7 @@ def dynsteer_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
         "rollout_seconds": round(sum(d["rollout_seconds"] for _, d in blocks), 4),
         "judge_calls": sum(p["judge_calls"] for p in per),
         "judge_cost_usd": round(sum(p["judge_cost_usd"] for p in per), 6),
+        "cost": cost_totals([p["cost"] for p in per]),
         "stale_blueprints": sorted(p["name"] for p in per if p["blueprint_stale"]),
         "incomplete_files": sorted(p["name"] for p in per if p["incomplete_logs"] or not p["report_written"]),
         "per_scenario": sorted(per, key=lambda p: p["name"]),

@@ -22,7 +22,7 @@ from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.config import DIMENSIONS
 from dynsteer_hook.model.records import Report
 from dynsteer_hook.report.layout import graph, timeline
-from dynsteer_hook.report.story import headline, similarity_line
+from dynsteer_hook.report.story import cost_line, headline, similarity_line
 from dynsteer_hook.report.templating import environment
 
 REPORT_HTML = "dynsteer_report.html"
@@ -33,7 +33,7 @@ def render_run(report: Report, blueprint: Blueprint) -> str:
     """The HTML page of one evaluated run (a stage fails below the run's own ``theta_pass``)."""
     fail_threshold = float(report.config.get("theta_pass", 0.7))
     context: dict[str, Any] = {
-        "r": report, "dimensions": DIMENSIONS, "headline": headline(report), "similarity": similarity_line(report),
+        "r": report, "dimensions": DIMENSIONS, "headline": headline(report), "similarity": similarity_line(report), "cost": cost_line(report),
         "graph": graph(report, blueprint, fail_threshold), "timeline": timeline(report, fail_threshold),
         "transcript": report.transcript, "fail_threshold": fail_threshold,
     }

@@ -5,8 +5,25 @@ Plain text (each rendering escapes it its own way). Pure.
 
 from __future__ import annotations
 
-from dynsteer_hook.model.records import Report
+from dynsteer_hook.model.records import Report, RoleCost
 from dynsteer_hook.model.untrusted import clip
+
+
+def cost_line(report: Report) -> str | None:
+    """What the rollout's models cost, per role and in all, in words (None: a report without a cost record)."""
+    c = report.cost
+    if c is None:
+        return None
+
+    def said(x: RoleCost) -> str:
+        calls = "unknown calls" if x.calls is None else f"{x.calls} call(s)"
+        tokens = ("tokens unknown" if x.prompt_tokens is None or x.completion_tokens is None
+                  else f"{x.prompt_tokens} prompt + {x.completion_tokens} completion tokens")
+        dollars = "cost unknown" if x.cost_usd is None else f"${x.cost_usd:.6f}"
+        return f"{calls}, {tokens}, {dollars}"
+
+    roles = "; ".join(f"{role}{f' ({x.model})' if x.model else ''}: {said(x)}" for role, x in c.roles.items())
+    return f"{said(c.total)} in all" + (f" ({roles})" if roles else " (no model was called)")
 
 
 def similarity_line(report: Report) -> str:

@@ -33,6 +33,7 @@ from dynsteer_hook.model.contract import validate_blueprint
 from dynsteer_hook.model.errors import BlueprintError, Halt
 from dynsteer_hook.model.events import Event, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.model.records import AuditSink, Report, StageRecord, StepRecord, StopRecord, TraceFaultRecord, conclude
+from dynsteer_hook.model.spending import Spend, cost_record
 from dynsteer_hook.runtime.clock import CallOutcome, ClosedAction, DualClock
 from dynsteer_hook.runtime.faults import CallRules, Fault, FaultLedger, first_error
 from dynsteer_hook.runtime.grounding import TextGrounding
@@ -109,6 +110,8 @@ class Evaluator:
         self._left_pending: list[str] | None = None
         self._transcript = TranscriptRecorder()  # the conversation the report shows
         self._values = ValueChecks()  # the rollout's clock and what the user stated, for pinned values
+        self._spent: dict[str, Spend] = {}  # what the agent's and the user's models spent so far (the judges': the ladder)
+        self._models: dict[str, str | None] = {}
         self._emit({"type": "start", "task": blueprint.task, "blueprint": self._index.summary(), "config": self.config.to_dict()})
 
     # -- public ----------------------------------------------------------------------
@@ -194,6 +197,24 @@ class Evaluator:
             self._on_closed(action)
         return action or flushed
 
+    def spent(self, role: str, spend: Spend, model: str | None = None) -> None:
+        """What ``role``'s model (``agent``, ``user``) has spent so far in this rollout; the stop rules are asked at once,
+        so a budget stops the rollout before the role's next call.
+
+        Raises:
+            Halt: A stop rule (``runtime.budget.Budget``) decided to stop.
+        """
+        self._spent[role] = spend
+        if model is not None:
+            self._models[role] = model
+        if self._stop is None and not self._ended:
+            self._check_stop_rules(None, None, None)
+
+    def spending(self) -> dict[str, Spend]:
+        """What each role's models spent so far: the agent's and the user's as reported, the judges' as counted."""
+        judges = self._ladder.spend
+        return {**self._spent, "judges": judges} if judges.calls or not judges.calls_known else dict(self._spent)
+
     def finish(self, *, crash: str | None = None, interrupted: bool = False) -> Report:
         """The report of the run so far (call once the rollout has ended).
 
@@ -245,6 +266,7 @@ class Evaluator:
             trace_faults=[TraceFaultRecord(kind=f.kind, k=f.k, call_id=f.call_id, tool=f.tool, detail=f.detail) for f in self._clock.pairing.faults],
             trace_fault_count=self._clock.pairing.count,
             judge_usage=self._ladder.usage(),
+            cost=cost_record(self.spending(), self._models),
             judges=self._ladder.settings(),
             blueprint=self._index.summary(),
             config=cfg.to_dict(),
@@ -384,7 +406,7 @@ class Evaluator:
 
     # -- stopping ------------------------------------------------------------------
 
-    def _check_stop_rules(self, action: ActionFacts, stage: StageRecord | None, index: int | None) -> None:
+    def _check_stop_rules(self, action: ActionFacts | None, stage: StageRecord | None, index: int | None) -> None:
         frontier = self._settlement.tracker.snapshot()
         weakest = first_cited = None
         if stage is not None:
@@ -405,6 +427,7 @@ class Evaluator:
             stage_score=stage.composite if stage else None,
             stage_weakest=weakest,
             stage_first_cited=first_cited,
+            spending=self.spending(),
         )
         for rule in self._stop_rules:
             decision = rule.decide(ctx)

@@ -20,6 +20,7 @@ from dynsteer_hook.judges.steps import Step
 from dynsteer_hook.judges.tier1 import UNVERIFIED, Tier1Judge
 from dynsteer_hook.model.config import DIMENSIONS, EvaluatorConfig
 from dynsteer_hook.model.records import JudgeUsage
+from dynsteer_hook.model.spending import Spend
 from dynsteer_hook.runtime.policy import base_level, composite, next_levels, update_weights
 
 # Through the standard library's logging: a program embedding the package sees its warnings only, unless it
@@ -52,7 +53,8 @@ class JudgeLadder:
         judges: Judge per tier; Tier 1 rules are added when missing.
     """
 
-    __slots__ = ("_config", "_cost", "_degraded", "_judges", "_levels", "_tiers", "_tokens", "_usage_calls", "_usage_dims", "_usage_requests", "_weights")
+    __slots__ = ("_config", "_cost", "_degraded", "_judges", "_levels", "_spend", "_tiers", "_tokens", "_usage_calls", "_usage_dims",
+                 "_usage_requests", "_weights")
 
     def __init__(self, config: EvaluatorConfig, judges: Mapping[int, Judge] | None = None) -> None:
         self._config = config
@@ -67,6 +69,7 @@ class JudgeLadder:
         self._degraded = 0
         self._tokens = 0
         self._cost = 0.0
+        self._spend = Spend()
 
     def judge(self, goal: StageGoal, window: list[Step], context: StageContext, t: int, proximity: int) -> StageJudgement:
         """Judge one stage at the tiers the ladder asks for, then adapt weights and tiers for the next one."""
@@ -149,6 +152,9 @@ class JudgeLadder:
             self._usage_requests[str(verdict.tier)] += verdict.calls
         self._tokens += verdict.tokens
         self._cost += verdict.cost_usd
+        if verdict.spend.calls or verdict.calls:
+            # A judge from outside the package may count its calls and money without the tokens' split.
+            self._spend += verdict.spend if verdict.spend.calls else Spend(verdict.calls, cost_usd=verdict.cost_usd, tokens_known=False)
         if verdict.degraded:
             self._degraded += 1
         return verdict
@@ -158,6 +164,11 @@ class JudgeLadder:
         return JudgeUsage(calls_by_tier=dict(self._usage_calls), dimensions_by_tier=dict(self._usage_dims),
                           llm_requests_by_tier=dict(self._usage_requests), degraded=self._degraded,
                           tokens=self._tokens, cost_usd=round(self._cost, 6))
+
+    @property
+    def spend(self) -> Spend:
+        """What the judges' model calls cost so far (Tier 1 makes none)."""
+        return self._spend
 
     def settings(self) -> dict[str, dict[str, Any]]:
         """How each usable tier's judge was made, for the judges that say (``settings()``)."""

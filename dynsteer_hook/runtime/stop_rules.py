@@ -3,7 +3,8 @@
 A stop rule is an object that keeps its own state: the evaluator tells it each user turn
 (``user_said``) and each closed action (``closed``, with what the action did: its calls and their
 outcomes, its message, the milestones it settled, the stages judged), then asks it whether to stop
-(``decide``, once per stage the action judged, or once when it judged none). The evaluator takes a
+(``decide``, once per stage the action judged, or once when it judged none, and again whenever
+a role's models report what they spent, ``Evaluator.spent``). The evaluator takes a
 list of them and works on its own copy of each (``copy.deepcopy``: a rule given to many runs starts
 each one fresh), so a rule is added without touching the core:
 
@@ -25,12 +26,13 @@ interception is not here: it fires on the raw clock, before a call executes.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dynsteer_hook.model.config import EvaluatorConfig
 from dynsteer_hook.model.records import StopRecord
+from dynsteer_hook.model.spending import Spend
 from dynsteer_hook.runtime.counters import FailingCalls, Questions, asks_to_go_on
 
 if TYPE_CHECKING:
@@ -85,7 +87,8 @@ class StopContext:
     """The evaluator's state after closed action t, as stop rules see it when asked to decide.
 
     ``stage_*`` describe the stage this decision follows (None when the action judged none);
-    ``stage_index`` is its place in ``action.stages``.
+    ``stage_index`` is its place in ``action.stages``. ``spending`` is what each role's models spent so
+    far (``model.spending``); a decision asked when a role reported its spending has no ``action``.
     """
 
     k: int
@@ -100,6 +103,7 @@ class StopContext:
     stage_score: float | None = None
     stage_weakest: str | None = None
     stage_first_cited: tuple[int, int] | None = None
+    spending: Mapping[str, Spend] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -82,7 +82,8 @@
     td(tr, "num", r.steps);
     td(tr, "num", r.saved);
     td(tr, "num", r.calls);
-    td(tr, "num cost", fixed(r.cost, 4));
+    var cost = td(tr, "num cost", r.costunk ? "unknown" : fixed(r.cost, 4));
+    if (r.jcost !== undefined && r.jcost !== null && r.jcost !== r.cost) sub(cost, "judges " + fixed(r.jcost, 4));
     td(tr, "num secs", fixed(r.secs, 1));
     return tr;
   }

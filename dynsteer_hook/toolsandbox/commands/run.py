@@ -31,6 +31,7 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
         return
     from dynsteer_hook.flags import add_config_flags, add_judge_flags, add_model_flags, add_otel_flags
     from dynsteer_hook.report.gates import add_gate_flags
+    from dynsteer_hook.toolsandbox.commands.budgets import add_budget_flags
     from dynsteer_hook.toolsandbox.live.engines import add_engine_flags
     from dynsteer_hook.toolsandbox.roles.named import AGENT_CHOICES, AGENT_MODEL, LITELLM, USER_CHOICES, USER_MODEL
 
@@ -71,6 +72,7 @@ def add_run_parser(sub: Any, *, flags: bool = True) -> None:
     add_judge_flags(run)
     add_otel_flags(run)
     add_gate_flags(run)
+    add_budget_flags(run)
     run.set_defaults(func=_cmd_run)
 
 
@@ -210,6 +212,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from dynsteer_hook.data import script_argument
     from dynsteer_hook.files.outputs import check_output_dir, claim_new_dir
     from dynsteer_hook.flags import config_from_args, judges_from_args, otel_observers, otel_shutdown
+    from dynsteer_hook.toolsandbox.commands.budgets import budget_limits, say_left
     from dynsteer_hook.toolsandbox.commands.gating import gates_of
     from dynsteer_hook.toolsandbox.live.engines import check_engine
     from dynsteer_hook.toolsandbox.live.preflight import check_blueprint_dir, check_script
@@ -247,7 +250,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         agent_model=agent_model,
         user_model=user_model,
         allow_stale=args.allow_stale_blueprints,
-        limits=_limits(args),
+        limits=budget_limits(args, _limits(args)),
         similarity=_similarity(args),
         observers=otel_observers(args, source="run", theta_pass=config.theta_pass, inputs=(args.blueprints, script)),
     )
@@ -289,7 +292,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
     try:
         with RunProgress(len(scenarios)) as progress:
             results = run_scenarios(scenarios, options, out, args.parallel, checked=True, engine=args.engine,
-                                    ray_address=args.ray_address, progress=progress.finished, kept=kept)
+                                    ray_address=args.ray_address, progress=progress.finished, kept=kept,
+                                    run_max_cost=args.run_max_cost)
+        say_left(results, args.run_max_cost)
         return _finish(results, out, gates)
     finally:
         otel_shutdown(options.observers)  # once every file is written and the verdicts told: telemetry never holds them

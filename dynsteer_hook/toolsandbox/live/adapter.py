@@ -33,9 +33,10 @@ import polars as pl
 from dynsteer_hook.model.errors import Halt
 from dynsteer_hook.model.events import AgentMessage, Event, StateChange, SystemMessage, ToolCall, ToolResult, UserMessage
 from dynsteer_hook.model.records import StopRecord
+from dynsteer_hook.model.spending import UNKNOWN, Spend
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import GatedCall, inspect_code, offered_tools
-from dynsteer_hook.toolsandbox.live.hook import EventSeen, RolloutHook, TurnEnded
+from dynsteer_hook.toolsandbox.live.hook import EventSeen, RolloutHook, Spent, TurnEnded
 from dynsteer_hook.toolsandbox.live.limits import LimitTracker
 
 from tool_sandbox.common.execution_context import DatabaseNamespace, RoleType, get_current_context
@@ -48,6 +49,9 @@ STATE_NAMESPACES = (
     DatabaseNamespace.REMINDER,
 )
 _CALL = re.compile(r"^(?P<id>.+?)_parameters = (?P<args>[^\n]*)\n(?P=id)_response = (?P<name>[^(\n]+)\(")
+
+_SPENDERS = {RoleType.AGENT: "agent", RoleType.USER: "user"}
+"""The roles whose models' spending the rollout's cost record and budget count (the judges are the evaluator's own)."""
 
 Snapshots = dict[str, pl.DataFrame]
 """Table frames by namespace, each holding the table's whole snapshot history."""
@@ -258,6 +262,7 @@ class RolloutSession:
         self.rows_seen = 0
         self.rewritten = 0
         self._gated: dict[int, GatedCall] = {}
+        self._told: dict[RoleType, Spend] = {}  # what each role's spending was when the hook was last told
 
     def gate(self, role_type: RoleType) -> None:
         """Pass the role's new calls through the gate, rewriting any that must not run as written."""
@@ -283,6 +288,22 @@ class RolloutSession:
         if rewrites:
             _rewrite_calls(rewrites)
             self.rewritten += len(rewrites)
+
+    def spent(self, role_type: RoleType, role: BaseRole) -> None:
+        """Tell the hook what the agent's or the user's model has spent so far, when the role counts it (the LiteLLM
+        roles), and once, as unknown, when it is a model that does not (ToolSandbox's own LLM roles); scripted roles
+        spend nothing and are not told. The hook may raise ``Halt`` (a budget)."""
+        if role_type not in _SPENDERS:
+            return
+        spending = getattr(role, "spending", None)
+        if callable(spending):
+            spend = spending()
+            if spend != self._told.get(role_type):  # a turn that made no model call changes nothing
+                self._told[role_type] = spend
+                self._hook.on_spend(Spent(self._scenario, _SPENDERS[role_type], spend, getattr(role, "model_name", None)))
+        elif role_type not in self._told and isinstance(getattr(role, "model_name", None), str):
+            self._told[role_type] = UNKNOWN
+            self._hook.on_spend(Spent(self._scenario, _SPENDERS[role_type], UNKNOWN, role.model_name))
 
     def turn_done(self, seconds: float, tokens: int | None) -> None:
         """Report the agent turn that just ended (its number is ``agent_turns``)."""
@@ -346,7 +367,10 @@ class GuardedRole(BaseRole):
             seconds = time.perf_counter() - start
             if self.role_type in (RoleType.AGENT, RoleType.USER):
                 session.gate(self.role_type)
-            session.sync(before)
+            try:
+                session.sync(before)
+            finally:  # told even when the turn's rows halted the rollout: the report says what it cost
+                session.spent(self.role_type, self.inner)
             if self.role_type == RoleType.AGENT and session.agent_turns > turns:
                 session.turn_done(seconds, None if tokens is None else (_tokens(self.inner) or 0) - tokens)
         except Halt as halt:

@@ -20,7 +20,9 @@ from __future__ import annotations
 import argparse
 import multiprocessing
 import os
+import queue
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from functools import partial
 from multiprocessing.context import SpawnContext, SpawnProcess
 from typing import Any, Literal, TypeVar
@@ -94,9 +96,24 @@ def check_engine(engine: str, ray_address: str | None) -> None:
         raise DynsteerError("--ray-address is for --engine ray; add --engine ray or drop the address")
 
 
+@dataclass
+class Closing:
+    """When a run stops starting jobs (a run's budget): ``until`` is told each result in the parent, in the order they
+    come back, and once it says true no further job is handed out; each job left becomes ``skipped(job)`` (the jobs
+    running then finish). Jobs are then handed out one per free worker, only after the results before were told."""
+
+    until: Callable[[Any], bool]
+    skipped: Callable[[Any], Any]
+    closed: bool = False
+
+    def told(self, result: Any) -> None:
+        """A result came back: close once ``until`` says so."""
+        self.closed = self.closed or self.until(result)
+
+
 def run_jobs(worker: Callable[[J], R], jobs: Sequence[J], *, processes: int = 1, engine: str = "local",
              ray_address: str | None = None, stopped: Callable[[J], R] | None = None,
-             on_result: Callable[[R], None] | None = None) -> Iterator[R]:
+             on_result: Callable[[R], None] | None = None, closing: Closing | None = None) -> Iterator[R]:
     """Results of ``worker(job)`` for every job, in job order.
 
     Args:
@@ -108,14 +125,15 @@ def run_jobs(worker: Callable[[J], R], jobs: Sequence[J], *, processes: int = 1,
         stopped: For jobs that handle Ctrl-C themselves: the result of a job given up (see the module's text).
         on_result: Told each result as it comes back, in the order the jobs finish (a progress bar); results of jobs
             given up are told too.
+        closing: When to stop handing out jobs, for jobs that handle Ctrl-C themselves or on Ray (fresh for each call).
     """
     check_engine(engine, ray_address)
     tell = on_result or _ignore
     if engine == "ray":
-        yield from _run_ray(worker, jobs, processes, ray_address or os.environ.get("RAY_ADDRESS"), stopped, tell)
+        yield from _run_ray(worker, jobs, processes, ray_address or os.environ.get("RAY_ADDRESS"), stopped, tell, closing)
         return
     if stopped is not None:
-        yield from _run_interruptible(worker, jobs, processes, stopped, tell)
+        yield from _run_interruptible(worker, jobs, processes, stopped, tell, closing)
         return
     if processes > 1 and len(jobs) > 1:
         ctx = multiprocessing.get_context("spawn")
@@ -135,11 +153,23 @@ def _told(results: Iterator[R], tell: Callable[[R], None]) -> Iterator[R]:
         yield r
 
 
+def _in_turn(worker: Callable[[J], R], jobs: Sequence[J], closing: Closing | None) -> Iterator[R]:
+    """The jobs in this process, one after the other, until ``closing`` closes."""
+    for job in jobs:
+        if closing is not None and closing.closed:
+            yield closing.skipped(job)
+            continue
+        r = worker(job)
+        if closing is not None:
+            closing.told(r)
+        yield r
+
+
 def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: int, stopped: Callable[[J], R],
-                       tell: Callable[[R], None]) -> Iterator[R]:
+                       tell: Callable[[R], None], closing: Closing | None = None) -> Iterator[R]:
     if processes <= 1 or len(jobs) <= 1:
         with interrupts.installed():
-            yield from _told((worker(job) for job in jobs), tell)
+            yield from _told(_in_turn(worker, jobs, closing), tell)
         return
     ctx = _Spawning()
     # Workers, and the resource tracker the stop event starts, begin deaf to Ctrl-C (and SIGTERM, SIGHUP) until their
@@ -151,7 +181,9 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
     with interrupts.ParentControl(stop).installed():
         try:
             # In completion order, so that a second Ctrl-C keeps every result that came back.
-            for i, r in _in_slices(pool.imap_unordered(partial(_numbered, worker), enumerate(jobs))):
+            handed = (_in_slices(pool.imap_unordered(partial(_numbered, worker), enumerate(jobs))) if closing is None
+                      else _windowed(pool, worker, jobs, min(processes, len(jobs)), closing))
+            for i, r in handed:
                 came[i] = r
                 tell(r)
             pool.close()  # workers then exit on their own, cleaning up after themselves (terminate would not)
@@ -166,6 +198,10 @@ def _run_interruptible(worker: Callable[[J], R], jobs: Sequence[J], processes: i
     for i, job in enumerate(jobs):
         if i in came:
             yield came[i]
+        elif closing is not None and closing.closed:  # never handed out: the run had closed
+            left = closing.skipped(job)
+            tell(left)
+            yield left
         else:
             given_up = stopped(job)
             tell(given_up)
@@ -187,12 +223,39 @@ def _in_slices(results: Any) -> Iterator[Any]:
             return
 
 
+def _windowed(pool: Any, worker: Callable[[J], R], jobs: Sequence[J], window: int, closing: Closing) -> Iterator[tuple[int, R]]:
+    """(job number, result) in completion order, with at most ``window`` jobs out: the next job is handed out only once
+    the result before it was told to ``closing``, so none starts after the run has closed."""
+    done: queue.Queue[Any] = queue.Queue()
+    handed = out = 0
+
+    def hand_out() -> None:
+        nonlocal handed, out
+        pool.apply_async(_numbered, (worker, (handed, jobs[handed])), callback=done.put, error_callback=done.put)
+        handed, out = handed + 1, out + 1
+
+    while handed < window:
+        hand_out()
+    while out:
+        try:
+            item = done.get(timeout=SIGNAL_SLICE)  # a quarter of a second at a time: signals run in this thread
+        except queue.Empty:
+            continue
+        out -= 1
+        if isinstance(item, BaseException):
+            raise item
+        closing.told(item[1])
+        yield item
+        if not closing.closed and handed < len(jobs):
+            hand_out()
+
+
 def _numbered(worker: Callable[[J], R], item: tuple[int, J]) -> tuple[int, R]:
     return item[0], worker(item[1])
 
 
 def _run_ray(worker: Callable[[J], R], jobs: Sequence[J], processes: int, address: str | None,
-             stopped: Callable[[J], R] | None, tell: Callable[[R], None]) -> Iterator[R]:
+             stopped: Callable[[J], R] | None, tell: Callable[[R], None], closing: Closing | None = None) -> Iterator[R]:
     ray = _ray()
     started = False
     if not ray.is_initialized():
@@ -208,18 +271,28 @@ def _run_ray(worker: Callable[[J], R], jobs: Sequence[J], processes: int, addres
         started = True
     try:
         task = ray.remote(_call)
-        refs = [task.remote(worker, job) for job in jobs]
+        # With a closing rule at most ``processes`` tasks are out at a time, so that a closed run starts no more.
+        window = len(jobs) if closing is None else max(1, processes)
+        refs = {i: task.remote(worker, jobs[i]) for i in range(min(window, len(jobs)))}
         done = 0
         try:
-            for ref in refs:
-                result = ray.get(ref)
+            for i in range(len(jobs)):
+                if i in refs:
+                    result = ray.get(refs.pop(i))
+                    if closing is not None:
+                        closing.told(result)
+                        if not closing.closed and i + window < len(jobs):
+                            refs[i + window] = task.remote(worker, jobs[i + window])
+                else:  # never handed out: the run had closed
+                    assert closing is not None
+                    result = closing.skipped(jobs[i])
                 done += 1
                 tell(result)
                 yield result
         except KeyboardInterrupt:
             if stopped is None:
                 raise
-            for ref in refs[done:]:
+            for ref in refs.values():
                 ray.cancel(ref, force=True)
             yield from _told((stopped(job) for job in jobs[done:]), tell)
     finally:

@@ -11,8 +11,8 @@ audit log as it happens, and once the rollout is over finishes the report and wr
 report files. Further observers attach to the same lifecycle without touching the loop:
 subclasses of ``RolloutHook`` (no-op methods, override the ones you need), handed to the
 ``LiveHook`` in a list. Each sees the loop's points and what the evaluator made of them: every
-closed action with the stages it settled and their verdicts (``on_action_closed``), and the
-halt with the call it stopped (``on_halt``). The events file (``dynsteer_events.jsonl``) is
+closed action with the stages it settled and their verdicts (``on_action_closed``), what each role's
+model has spent (``on_spend``), and the halt with the call it stopped (``on_halt``). The events file (``dynsteer_events.jsonl``) is
 written by one such observer, ``EventFileHook``.
 """
 
@@ -30,6 +30,7 @@ from dynsteer_hook.model.blueprint import Blueprint
 from dynsteer_hook.model.errors import Halt
 from dynsteer_hook.model.events import Event, ToolCall
 from dynsteer_hook.model.records import IncompleteLog, NativeSimilarity, Report, StageRecord, StopRecord, with_files
+from dynsteer_hook.model.spending import Spend
 from dynsteer_hook.report.writer import AUDIT_LOG, write_run_report
 from dynsteer_hook.runtime.clock import ClosedAction
 from dynsteer_hook.runtime.evaluator import Evaluator
@@ -90,6 +91,24 @@ class TurnEnded:
     turn: int
     seconds: float
     tokens: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Spent:
+    """What a role's model has spent so far in the rollout, told after each of its turns (and once at the start for a
+    model that does not count its calls: everything unknown).
+
+    Attributes:
+        scenario: The scenario's name.
+        role: ``agent`` or ``user``.
+        spend: Calls, tokens and dollars so far (``model.spending.Spend``).
+        model: The role's model string, when known.
+    """
+
+    scenario: str
+    role: str
+    spend: Spend
+    model: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +188,9 @@ class RolloutHook:
 
     def on_action_closed(self, closed: ActionClosed) -> None:
         """An action closed, with the stages it settled as judged."""
+
+    def on_spend(self, spent: Spent) -> None:
+        """A role's model told what it has spent so far."""
 
     def on_halt(self, halted: Halted) -> None:
         """The evaluator stopped the rollout."""
@@ -310,6 +332,21 @@ class LiveHook(RolloutHook):
     def on_turn_end(self, turn: TurnEnded) -> None:
         for hook in self.observers:
             hook.on_turn_end(turn)
+
+    def on_spend(self, spent: Spent) -> None:
+        """Tell the observers, then the evaluator, whose stop rules (a budget) may raise ``Halt``; Ctrl-C waits."""
+        start = time.perf_counter()
+        with self._control.held():
+            try:
+                for hook in self.observers:
+                    hook.on_spend(spent)
+                self.evaluator.spent(spent.role, spent.spend, spent.model)
+            except Halt as halt:
+                for hook in self.observers:
+                    hook.on_halt(Halted(spent.scenario, halt.stop, None))
+                raise
+            finally:
+                self.evaluator_seconds += time.perf_counter() - start
 
     def on_rollout_end(self, end: RolloutEnd) -> None:
         """Finish the report and write its files (Ctrl-C waits); ``ended`` then holds the payload with the report.

@@ -1,10 +1,11 @@
-"""Bounds on one rollout: parallel calls per turn, and a deadline for the whole rollout.
+"""Bounds on one rollout: parallel calls per turn, a deadline for the whole rollout, and a budget for its models.
 
 A turn of a thousand parallel calls takes ToolSandbox minutes to execute, and nothing inside
 a turn is covered by the role's own timeout. So an agent's calls past the per-turn cap are
 refused by the gate as malformed calls (the agent sees a tool error; the evaluator a refused
 call, screened against the minefields like any other), and once the rollout deadline has
-passed the conversation is ended before the next role speaks. Both are noted in the report.
+passed the conversation is ended before the next role speaks. Both are noted in the report. The budget is a
+stop rule of the evaluator (``runtime.budget``): past it the rollout is halted, stop reason ``budget``.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from dynsteer_hook.runtime.budget import Budget
+from dynsteer_hook.runtime.stop_rules import StopRule, default_stop_rules
 from dynsteer_hook.toolsandbox.calls import GatedCall, render_rejection
 
 MAX_PARALLEL_CALLS = 32
@@ -25,10 +28,20 @@ class RolloutLimits:
     Attributes:
         max_parallel_calls: Calls one turn of a role may make; later ones are refused.
         deadline: Seconds a rollout may play before its conversation is ended (None: no deadline).
+        max_cost_usd: Dollars the rollout's models (agent, user, judges) may spend before it is halted (None: no limit).
+        max_tokens: Tokens the rollout's models may spend before it is halted (None: no limit).
     """
 
     max_parallel_calls: int = MAX_PARALLEL_CALLS
     deadline: float | None = None
+    max_cost_usd: float | None = None
+    max_tokens: int | None = None
+
+    def stop_rules(self) -> tuple[StopRule, ...] | None:
+        """The evaluator's stop rules with the budget, or None (the defaults) when the rollout has none."""
+        if self.max_cost_usd is None and self.max_tokens is None:
+            return None
+        return (*default_stop_rules(), Budget(self.max_cost_usd, self.max_tokens))
 
 
 @dataclass

@@ -166,7 +166,7 @@ def _play_live(name: str, scenario: Scenario, roles: dict[RoleType, BaseRole], s
     observers += options.observers
     try:
         judges = options.judges.build()
-        evaluator = Evaluator(bp, options.config, sink=sink, judges=judges)
+        evaluator = Evaluator(bp, options.config, sink=sink, judges=judges, stop_rules=options.limits.stop_rules())
         evaluator.set_wall_clock(time.time(), float(time.localtime().tm_gmtoff))  # ToolSandbox's tools read local time
     except Exception as exc:  # nothing was played: the scenario is a crash with the evaluator's error
         LiveHook.close_logs(sink, observers)

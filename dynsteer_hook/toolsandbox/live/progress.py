@@ -27,6 +27,8 @@ def outcome_of(result: dict[str, Any]) -> str:
     d = result.get("dynsteer") or {}
     if result.get("interrupted"):
         return "interrupted"
+    if result.get("not_started"):
+        return "not_started"
     if result.get("exception_type") or d.get("outcome") == "crashed":
         return "crashed"
     if d.get("halted"):
@@ -106,6 +108,8 @@ class RunProgress:
         parts = [paint(f"{halted} halted", "yellow", colour and halted > 0), paint(f"{crashed} crashed", "red", colour and crashed > 0)]
         if self.counts.get("interrupted"):
             parts.append(f"{self.counts['interrupted']} interrupted")
+        if self.counts.get("not_started"):
+            parts.append(f"{self.counts['not_started']} not started (budget)")
         return ", ".join(parts)
 
     def line(self, width: int = 100) -> str:

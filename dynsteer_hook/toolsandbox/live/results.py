@@ -63,6 +63,7 @@ class ScenarioResult(BaseModel):
     minefield_mapping: dict[Any, Any] | None = None
     similarity_unknown: str | None = None  # why ToolSandbox's similarity was not computed (the similarities are then null)
     interrupted: Stopping | None = None
+    not_started: str | None = None  # why the run did not start it, though nothing interrupted it (its budget was spent)
     dynsteer: DynsteerBlock | None = None
     agent_llm: dict[str, Any] | None = None
     user_llm: dict[str, Any] | None = None
@@ -100,6 +101,11 @@ class ScenarioResult(BaseModel):
     def stopped(cls, name: str, categories: list[Any], how: Stopping) -> ScenarioResult:
         """A scenario Ctrl-C stopped while it played (``in_flight``) or kept from starting (``not_started``)."""
         return cls(name=name, categories=[str(c) for c in categories], traceback=None, exception_type=None, interrupted=how)
+
+    @classmethod
+    def left(cls, name: str, categories: list[Any], why: str) -> ScenarioResult:
+        """A scenario the run did not start for ``why`` (``--run-max-cost`` spent): nothing was played or written for it."""
+        return cls(name=name, categories=[str(c) for c in categories], traceback=None, exception_type=None, not_started=why)
 
     def crash_reason(self) -> str | None:
         """The crash in one line: the exception's last traceback line (None: no crash)."""

@@ -76,6 +76,8 @@ def run_manifest(options: RunOptions, names: Iterable[str] | None) -> dict[str, 
     flags["--no-events"] = not options.write_events
     flags["--max-parallel-calls"] = options.limits.max_parallel_calls
     flags["--rollout-deadline"] = options.limits.deadline
+    flags["--max-cost"] = options.limits.max_cost_usd
+    flags["--max-tokens-per-rollout"] = options.limits.max_tokens
     flags["--similarity-budget"] = options.similarity.budget
     blueprints: dict[str, str] = {}
     if options.evaluator == "dynsteer":

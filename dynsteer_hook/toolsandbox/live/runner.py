@@ -28,6 +28,7 @@ from dynsteer_hook.toolsandbox.live.playing import EVENTS_FILE, RunOptions, play
 from dynsteer_hook.toolsandbox.live.preflight import BlueprintCheck, blueprint_path, check_inputs, default_blueprint_dir
 from dynsteer_hook.toolsandbox.live.results import ScenarioResult, crash_reason, dumps_result
 from dynsteer_hook.toolsandbox.live.resume import record_result
+from dynsteer_hook.toolsandbox.live.run_budget import RunBudget, budget_block, left
 from dynsteer_hook.toolsandbox.live.summaries import result_summary
 from dynsteer_hook.toolsandbox.roles.named import AGENTS, LITELLM, SCRIPTED, USERS, RoleFactory
 from dynsteer_hook.toolsandbox.scenarios import TEST_SCENARIO_NAMES, load_scenarios
@@ -75,6 +76,7 @@ def run_scenarios(
     name_to_scenario: dict[str, Scenario], options: RunOptions, output_directory: Path, processes: int, *, checked: bool = False,
     engine: str = "local", ray_address: str | None = None, progress: Callable[[dict[str, Any]], None] | None = None,
     kept: Sequence[dict[str, Any]] = (),
+    run_max_cost: float | None = None,
 ) -> list[dict[str, Any]]:
     """Play scenarios (in ``spawn`` worker processes when ``processes`` > 1, or as Ray tasks) and write the summaries.
 
@@ -83,7 +85,9 @@ def run_scenarios(
     results come in the (shuffled) order the scenarios were handed out, whatever the engine;
     ``progress`` is told each one as it finishes (``progress.RunProgress.finished``). Each finished scenario's record is
     written beside its report (``resume.RESULT_FILE``); a resumed run passes the records it ``kept`` (``resume.resume``),
-    which the summaries and the run page cover with the scenarios played now.
+    which the summaries and the run page cover with the scenarios played now. With ``run_max_cost`` no scenario starts
+    once those finished (the kept ones included) have spent that many dollars (``run_budget``); the summaries list those
+    left, and a resume plays them.
 
     Raises:
         OutputError: A summary cannot be written (one sentence; the scenario files written stay).
@@ -95,12 +99,21 @@ def run_scenarios(
     worker = partial(play_and_record, options=options, output_directory=output_directory)
     create_dir(output_directory, "-o/--output_dir")
     check_engine(engine, ray_address)
-    results = [*kept, *run_jobs(worker, items, processes=processes, engine=engine, ray_address=ray_address, stopped=_given_up,
-                                 on_result=progress)]
+    closing, spent = None, False
+    if run_max_cost is not None:
+        spending = RunBudget(run_max_cost)
+        spent = any([spending(r) for r in kept])  # every kept record counted: a resumed run has spent what they did
+        closing = spending.closing()
+    if spent:
+        results = [*kept, *(left(item) for item in items)]
+    else:
+        results = [*kept, *run_jobs(worker, items, processes=processes, engine=engine, ray_address=ray_address, stopped=_given_up,
+                                     on_result=progress, closing=closing)]
+    budget = {} if run_max_cost is None else {"run_budget": budget_block(run_max_cost, results)}
     try:
-        write_json_atomic(output_directory / RESULT_SUMMARY, result_summary(results))
+        write_json_atomic(output_directory / RESULT_SUMMARY, result_summary(results) | budget)
         if options.evaluator == "dynsteer":
-            write_json_atomic(output_directory / SUMMARY_FILE, dynsteer_summary(results))
+            write_json_atomic(output_directory / SUMMARY_FILE, dynsteer_summary(results) | budget)
         if options.write_reports:
             write_run_page(output_directory, f"dynsteer run: {output_directory.name}", run_rows(sorted(results, key=lambda r: r["name"])))
     except OSError as exc:

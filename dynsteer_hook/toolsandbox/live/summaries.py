@@ -91,8 +91,9 @@ def _git_sha() -> str | None:
 
 
 def result_summary(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """ToolSandbox's ``result_summary.json`` over the finished scenarios, plus the interruption if any."""
-    finished = [r for r in results if not r.get("interrupted")]
+    """ToolSandbox's ``result_summary.json`` over the finished scenarios, plus the interruption if any (scenarios the run's
+    budget kept from starting are in neither: ``dynsteer_summary.json`` lists them)."""
+    finished = [r for r in results if not r.get("interrupted") and not r.get("not_started")]
     summary: dict[str, Any] = {
         "per_scenario_results": finished,
         "category_aggregated_results": category_summary(finished),

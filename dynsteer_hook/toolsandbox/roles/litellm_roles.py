@@ -19,6 +19,7 @@ from typing import Any
 
 from dynsteer_hook.llm.client import LLMClient
 from dynsteer_hook.llm.completion import Completion, Usage
+from dynsteer_hook.model.spending import Spend
 from dynsteer_hook.toolsandbox import _quiet  # noqa: F401 - must precede the tool_sandbox imports
 from dynsteer_hook.toolsandbox.calls import gate, offered_tools
 
@@ -103,6 +104,11 @@ class _LiteLLMRole(BaseRole):
                 )
             )
         return out
+
+    def spending(self) -> Spend:
+        """What this role's model calls cost so far, as the rollout's cost record counts it."""
+        u = self.usage
+        return Spend(self.calls, u.prompt_tokens, u.completion_tokens, u.cost_usd, tokens_known=u.tokens_known, cost_known=u.cost_known)
 
     def spent(self) -> dict[str, Any]:
         """Calls, tokens and cost of this role so far."""
