@@ -139,6 +139,31 @@ def test_run_max_cost_leaves_the_scenarios_after_it_unplayed(scenarios: dict[str
     assert not (run / "trajectories" / block["not_started"][0]).exists()
 
 
+def test_a_resume_counts_what_its_kept_scenarios_spent_and_plays_those_the_budget_left(
+        scenarios: dict[str, Any], llm_server: FakeLLMServer, priced_model: str, tmp_path: Path) -> None:
+    """A run whose budget left a scenario unplayed, resumed under the same budget, plays nothing (its kept scenario spent
+    it) and still lists the one left; resumed under a larger one, it plays the scenario left, and the summaries cover both."""
+    llm_server.script(*[Reply(content="I cannot help with that.")] * 3)
+    tight = ("--run-max-cost", str(ANSWER / 2))
+    assert _agent_run(tmp_path, f"openai/{priced_model}", llm_server.url, A, D, extra=tight) == 0
+    run = _run_dir(tmp_path)
+    left = json.loads((run / "dynsteer_summary.json").read_text())["run_budget"]["not_started"]
+    assert len(left) == 1 and len(llm_server.requests) == 1
+
+    def resume(*budget: str) -> int:
+        return main(["run", "--agent", LITELLM, "--agent-model", f"openai/{priced_model}", "--agent-api-base", llm_server.url,
+                     "--user", "Scripted", "--script", str(tmp_path / "users.json"), "-s", A, D, "-p", "1",
+                     "--resume", str(run), *budget])
+
+    assert resume(*tight) == 0
+    summary = json.loads((run / "dynsteer_summary.json").read_text())
+    assert len(llm_server.requests) == 1 and summary["run_budget"]["not_started"] == left and summary["scenarios"] == 1
+    assert resume("--run-max-cost", str(ANSWER * 10)) == 0
+    summary = json.loads((run / "dynsteer_summary.json").read_text())
+    assert len(llm_server.requests) == 2 and summary["run_budget"]["left"] == 0 and summary["scenarios"] == 2
+    assert (run / "trajectories" / left[0] / "dynsteer_report.json").is_file()
+
+
 def test_run_max_cost_holds_with_parallel_workers(scenarios: dict[str, Any], llm_server: FakeLLMServer, tmp_path: Path) -> None:
     """With -p 2 the first two scenarios play at once and spend the budget; the third is never handed to a worker. (The
     spawn workers do not see the test's own price, so the model is one litellm's shipped price map knows.)"""
